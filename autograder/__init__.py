@@ -1,0 +1,41 @@
+"""Hidden-case grading for the course: `check(id)` in notebooks, `python -m autograder grade` outside.
+
+`check("rmsnorm_fwd")` finds the student's functions in the calling notebook's namespace, runs the
+hidden cases, prints a table (case, points, pass/fail, message) and returns the points earned as a
+float: the number nbgrader reads as the partial credit of the grade cell (whose points equal the
+exercise's). `.fraction` on the result gives earned/possible.
+"""
+from __future__ import annotations
+
+import inspect
+
+from .registry import get, for_lesson, lessons, EXERCISES  # noqa: F401
+from .runner import grade, format_table
+
+
+class CheckResult(float):
+    """Points earned (a float for nbgrader) that also carries the case details."""
+
+    def __new__(cls, result: dict):
+        obj = super().__new__(cls, float(result["earned"]))
+        obj.result = result
+        obj.possible = result["possible"]
+        obj.fraction = result["earned"] / result["possible"] if result["possible"] else 0.0
+        return obj
+
+    def __repr__(self) -> str:  # nbgrader parses text/plain as a float
+        return repr(float(self))
+
+
+def check(exercise_id: str, ns: dict | None = None) -> CheckResult:
+    """Run the hidden cases of `exercise_id` on the caller's functions; print a table; return points."""
+    ex = get(exercise_id)
+    if ns is None:
+        frame = inspect.currentframe().f_back
+        ns = frame.f_globals
+    result = grade(ex, ns)
+    print(format_table(result))
+    return CheckResult(result)
+
+
+__all__ = ["check", "grade", "format_table", "get", "for_lesson", "lessons", "CheckResult"]

@@ -1,0 +1,1 @@
+"""Hidden cases, one module per lesson topic; importing a module registers its exercises."""

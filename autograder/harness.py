@@ -1,0 +1,152 @@
+"""What surrounds one call of student code: honest outputs and proof that a kernel ran.
+
+Inside `student_call()`:
+- torch.empty / empty_like / new_empty return tensors filled with a marker NaN and surrounded by
+  guard bands, so unwritten elements and out-of-bounds writes are both caught;
+- every Triton kernel launch is counted by name (compiled or interpreted);
+- calls of torch's own norm functions are recorded (a Triton exercise must not use them).
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+
+import torch
+
+from helpers.compare import is_poison, poison_
+
+GUARD = 1 << 16  # elements of guard band on each side of an allocation (>= the largest BLOCK)
+FORBIDDEN = ("rms_norm", "layer_norm", "group_norm", "batch_norm", "softmax")
+
+
+class Spy:
+    def __init__(self):
+        self.launches: dict[str, int] = {}
+        self.forbidden: list[str] = []
+        self.buffers: list[tuple[torch.Tensor, int, int, tuple, torch.dtype]] = []
+
+    def oob_report(self) -> str | None:
+        for buf, start, n, shape, dtype in self.buffers:
+            before = int((~is_poison(buf[:start])).sum())
+            after = int((~is_poison(buf[start + n:])).sum())
+            if before or after:
+                where = f"{after} elements past its end" if after else f"{before} elements before its start"
+                return (f"wrote out of bounds: {where} of a {tuple(shape)} {str(dtype).replace('torch.', '')} "
+                        "buffer your code allocated (a missing or wrong mask?)")
+        return None
+
+
+def _size(args) -> tuple | None:
+    if len(args) == 1 and isinstance(args[0], (tuple, list, torch.Size)):
+        args = tuple(args[0])
+    if all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+        return tuple(args)
+    return None
+
+
+def _guarded(spy: Spy, shape, dtype, device):
+    numel = math.prod(shape)
+    buf = _ORIG["empty"](numel + 2 * GUARD, dtype=dtype, device=device)
+    poison_(buf)
+    spy.buffers.append((buf, GUARD, numel, shape, dtype))
+    return buf[GUARD:GUARD + numel].view(shape)
+
+
+_ORIG: dict = {}
+
+
+@contextlib.contextmanager
+def student_call():
+    """Context for running student code; yields a Spy with launches, forbidden calls, buffers."""
+    import triton.runtime.jit as jit
+
+    spy = Spy()
+    orig_empty, orig_like, orig_new = torch.empty, torch.empty_like, torch.Tensor.new_empty
+    _ORIG["empty"] = orig_empty
+
+    def empty(*args, dtype=None, device=None, **kw):
+        shape = _size(args)
+        dt = dtype or torch.get_default_dtype()
+        if shape is None or kw or not dt.is_floating_point:
+            return poison_(orig_empty(*args, dtype=dtype, device=device, **kw))
+        return _guarded(spy, shape, dt, device)
+
+    def empty_like(t, *args, dtype=None, device=None, memory_format=None, **kw):
+        keeps_layout = t.is_contiguous() or memory_format == torch.contiguous_format
+        dt = dtype or t.dtype
+        if args or kw or not keeps_layout or not dt.is_floating_point:
+            extra = {} if memory_format is None else {"memory_format": memory_format}
+            return poison_(orig_like(t, *args, dtype=dtype, device=device, **extra, **kw))
+        return _guarded(spy, tuple(t.shape), dt, device or t.device)
+
+    def new_empty(self, *args, dtype=None, device=None, **kw):
+        shape = _size(args)
+        dt = dtype or self.dtype
+        if shape is None or kw or not dt.is_floating_point:
+            return poison_(orig_new(self, *args, dtype=dtype, device=device, **kw))
+        return _guarded(spy, shape, dt, device or self.device)
+
+    patched = []
+
+    def patch(owner, name, new):
+        patched.append((owner, name, getattr(owner, name)))
+        setattr(owner, name, new)
+
+    def counting(run):
+        @functools.wraps(run)
+        def wrapper(self, *a, **k):
+            name = getattr(getattr(self, "fn", None), "__name__", "?")
+            spy.launches[name] = spy.launches.get(name, 0) + 1
+            return run(self, *a, **k)
+        return wrapper
+
+    def forbid(owner, name, label):
+        orig = getattr(owner, name)
+
+        @functools.wraps(orig)
+        def wrapper(*a, **k):
+            spy.forbidden.append(label)
+            return orig(*a, **k)
+        patch(owner, name, wrapper)
+
+    patch(torch, "empty", empty)
+    patch(torch, "empty_like", empty_like)
+    patch(torch.Tensor, "new_empty", new_empty)
+    patch(jit.JITFunction, "run", counting(jit.JITFunction.run))
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+        patch(InterpretedFunction, "run", counting(InterpretedFunction.run))
+    except ImportError:  # older triton: no interpreter class to count
+        pass
+    for name in FORBIDDEN:
+        if hasattr(torch.nn.functional, name):
+            forbid(torch.nn.functional, name, f"torch.nn.functional.{name}")
+        if hasattr(torch, name):
+            forbid(torch, name, f"torch.{name}")
+    try:
+        yield spy
+    finally:
+        for owner, name, orig in reversed(patched):
+            setattr(owner, name, orig)
+
+
+def guarded_input(t: torch.Tensor, row_pad: int = 0) -> torch.Tensor:
+    """A copy of t inside a NaN-guarded buffer; with row_pad > 0 rows are strided (stride N+pad)."""
+    shape = tuple(t.shape)
+    N = shape[-1] if shape else 1
+    M = t.numel() // max(N, 1)
+    width = N + row_pad
+    buf = torch.empty(M * width + 2 * GUARD, dtype=t.dtype, device=t.device)
+    poison_(buf)
+    body = buf[GUARD:GUARD + M * width].view(M, width)[:, :N]
+    body.copy_(t.reshape(M, N))
+    if row_pad == 0:
+        return body.reshape(shape)
+    lead = shape[:-1]
+    strides = []
+    acc = width
+    for d in reversed(lead):
+        strides.append(acc)
+        acc *= d
+    return body.as_strided(shape, tuple(reversed(strides)) + (1,))

@@ -1,0 +1,63 @@
+"""Run a notebook's code cells without Jupyter: runtime dependencies only (json, no nbformat).
+
+Cells that only look (tagged `visible-check`, `benchmark` or `figure`) and nbgrader grade cells that are
+not answers (the `check(...)` cells) are skipped; IPython magics and shell lines are dropped.
+A cell that raises is recorded and the rest still run, as they would for a student.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import linecache
+from pathlib import Path
+
+SKIP_TAGS = {"visible-check", "benchmark", "figure"}
+
+
+def code_cells(path: str | Path) -> list[tuple[int, str, dict]]:
+    path = Path(path)
+    try:
+        nb = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise ValueError(f"cannot read notebook {path}: {e}") from None
+    if not isinstance(nb, dict) or "cells" not in nb:
+        raise ValueError(f"{path} is not a Jupyter notebook (no 'cells')")
+    out = []
+    for i, cell in enumerate(nb["cells"]):
+        if cell.get("cell_type") != "code":
+            continue
+        meta = cell.get("metadata", {})
+        tags = set(meta.get("tags", []))
+        nbg = meta.get("nbgrader", {})
+        if tags & SKIP_TAGS or (nbg.get("grade") and not nbg.get("solution")):
+            continue
+        src = cell.get("source", "")
+        src = "".join(src) if isinstance(src, list) else src
+        out.append((i, src, meta))
+    return out
+
+
+def strip_magics(src: str) -> str:
+    return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in src.splitlines())
+
+
+def load(path: str | Path, quiet: bool = True) -> tuple[dict, list[str]]:
+    """Execute the notebook's code cells in a fresh namespace; return (namespace, cell errors)."""
+    import helpers  # noqa: F401  (switches Triton to the interpreter before any kernel is defined)
+
+    ns: dict = {"__name__": "__notebook__", "__builtins__": __builtins__}
+    errors = []
+    stem = Path(path).stem
+    for i, src, _ in code_cells(path):
+        code = strip_magics(src)
+        filename = f"<{stem}-cell-{i}>"
+        # Triton (and inspect) read kernel source through linecache, as in Jupyter.
+        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+        sink = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(sink) if quiet else contextlib.nullcontext():
+                exec(compile(code, filename, "exec"), ns)
+        except Exception as e:  # a broken cell: keep going, as a student's notebook would
+            errors.append(f"cell {i}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300])
+    return ns, errors

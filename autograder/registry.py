@@ -1,0 +1,68 @@
+"""The exercise registry: the one narrow contract between notebooks and the grader.
+
+An exercise has an id, the lesson (notebook stem) it belongs to, the names of the functions the
+student writes (launcher first), the Triton kernels that must be launched, and hidden cases.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+
+@dataclass
+class Case:
+    """One hidden case: run(ns) -> (passed, message), given the student's namespace."""
+    name: str
+    run: Callable[[dict], tuple[bool, str]]
+    points: int = 1
+    needs_gpu: bool = False
+
+
+@dataclass
+class Exercise:
+    id: str
+    lesson: str
+    title: str
+    functions: tuple[str, ...]
+    kernels: tuple[str, ...] = ()
+    cases: list[Case] = field(default_factory=list)
+    timeout_s: float = 180.0
+
+    @property
+    def points(self) -> int:
+        return sum(c.points for c in self.cases)
+
+
+EXERCISES: dict[str, Exercise] = {}
+
+
+def register(ex: Exercise) -> Exercise:
+    if ex.id in EXERCISES:
+        raise ValueError(f"exercise {ex.id!r} registered twice")
+    if len(ex.cases) == 0:
+        raise ValueError(f"exercise {ex.id!r} has no cases")
+    EXERCISES[ex.id] = ex
+    return ex
+
+
+def _load_all() -> None:
+    from .cases import rmsnorm  # noqa: F401  (registers on import)
+
+
+def get(exercise_id: str) -> Exercise:
+    _load_all()
+    if not isinstance(exercise_id, str):
+        raise TypeError(f"exercise id must be a string, got {type(exercise_id).__name__}")
+    if exercise_id not in EXERCISES:
+        raise KeyError(f"unknown exercise {exercise_id!r}; known: {sorted(EXERCISES)}")
+    return EXERCISES[exercise_id]
+
+
+def for_lesson(lesson: str) -> list[Exercise]:
+    _load_all()
+    return [ex for ex in EXERCISES.values() if ex.lesson == lesson]
+
+
+def lessons() -> list[str]:
+    _load_all()
+    return sorted({ex.lesson for ex in EXERCISES.values()})

@@ -1,0 +1,93 @@
+"""Run an exercise's hidden cases against a namespace of student code; print the table."""
+from __future__ import annotations
+
+import inspect
+import io
+import contextlib
+import traceback
+
+from .registry import Exercise, get
+
+STUB_MARKER = "YOUR CODE HERE"
+
+
+def _source(obj) -> str:
+    fn = getattr(obj, "fn", obj)  # a Triton JITFunction keeps the Python function in .fn
+    try:
+        return inspect.getsource(fn)
+    except (OSError, TypeError):
+        return getattr(obj, "src", "") or ""
+
+
+def untouched_stubs(ex: Exercise, ns: dict) -> list[str]:
+    """Names of the exercise's functions whose body still holds the stub marker."""
+    return [name for name in ex.functions if name in ns and STUB_MARKER in _source(ns[name])]
+
+
+def _short_error(e: BaseException) -> str:
+    text = f"{type(e).__name__}: {e}".strip().splitlines()
+    msg = " ".join(line.strip() for line in text[:3])
+    return msg[:400]
+
+
+def run_case(case, ns: dict) -> tuple[bool, str]:
+    """One case, never raising: an exception in student code is a failed case with its message."""
+    sink = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+            ok, msg = case.run(ns)
+        return bool(ok), msg
+    except Exception as e:  # student code raised: report it where it happened
+        tb = traceback.extract_tb(e.__traceback__)
+        where = next((f" (in {fr.name}, line {fr.lineno})" for fr in reversed(tb)
+                      if not fr.filename.endswith(".py") or "<" in fr.filename), "")
+        return False, f"raised {_short_error(e)}{where}"
+
+
+def grade(ex: Exercise | str, ns: dict, *, gpu: bool | None = None) -> dict:
+    """Grade one exercise: {'id', 'earned', 'possible', 'skipped', 'cases': [...]}."""
+    if isinstance(ex, str):
+        ex = get(ex)
+    if not isinstance(ns, dict):
+        raise TypeError(f"ns must be a dict of the student's names, got {type(ns).__name__}")
+    if gpu is None:
+        from helpers.env import on_gpu
+        gpu = on_gpu()
+    missing = [n for n in ex.functions if n not in ns]
+    stubs = untouched_stubs(ex, ns)
+    cases = []
+    for case in ex.cases:
+        row = {"name": case.name, "points": case.points, "passed": False, "skipped": False}
+        if case.needs_gpu and not gpu:
+            row.update(skipped=True, message="skipped: needs a CUDA GPU")
+        elif missing:
+            row["message"] = f"not defined: {', '.join(missing)} (run the cell that defines it)"
+        else:
+            ok, msg = run_case(case, ns)
+            if not ok and stubs:
+                msg = f"not implemented yet: fill in the TODO in {', '.join(stubs)}"
+            row.update(passed=ok, message=msg)
+        cases.append(row)
+    earned = sum(c["points"] for c in cases if c["passed"])
+    skipped = sum(c["points"] for c in cases if c["skipped"])
+    return {"id": ex.id, "title": ex.title, "earned": earned, "possible": ex.points,
+            "skipped": skipped, "status": "graded", "cases": cases}
+
+
+def format_table(result: dict, width: int = 110) -> str:
+    lines = [f"{result['title']}  [{result['id']}]"]
+    lines.append(f"{'case':<44} {'pts':>3}  {'result':<6}  message")
+    for c in result["cases"]:
+        mark = "skip" if c["skipped"] else ("PASS" if c["passed"] else "FAIL")
+        msg = c.get("message", "")
+        room = max(20, width - 62)
+        first, rest = msg[:room], msg[room:]
+        lines.append(f"{c['name'][:44]:<44} {c['points']:>3}  {mark:<6}  {first}")
+        while rest:
+            lines.append(" " * 60 + rest[:room])
+            rest = rest[room:]
+    tail = f"score: {result['earned']}/{result['possible']}"
+    if result.get("skipped"):
+        tail += f"  ({result['skipped']} points skipped here, not counted as passed)"
+    lines.append(tail)
+    return "\n".join(lines)

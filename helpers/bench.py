@@ -1,0 +1,211 @@
+"""Benchmark harness and roofline plots (DESIGN section 5).
+
+Bytes are the compulsory traffic (each input read once, each output written once). Time is the
+median of `triton.testing.do_bench` (L2 flushed between runs). The roofline is a device-to-device
+copy measured in the same process with the same timer; every point is labelled with its % of it.
+Every implementation's output is checked against the float64 reference once before it is timed.
+On a machine without a GPU, `benchmark_or_recorded` shows the recorded results instead.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+RESULTS_DIR = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
+DEFAULT_NS = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
+DEFAULT_DTYPES = ("bfloat16", "float16", "float32")
+TOTAL_ELEMENTS = 64 * 1024 * 1024
+# Datasheet HBM bandwidth in GB/s, matched against the device name (a second, dotted line).
+DATASHEET_GBS = {"H200": 4800.0, "H100 80GB HBM3": 3350.0, "H100 NVL": 3900.0, "H100 PCIe": 2000.0,
+                 "A100-SXM4-80GB": 2039.0, "A100-SXM4-40GB": 1555.0, "L4": 300.0, "T4": 320.0}
+
+
+def _dtype(name) -> torch.dtype:
+    if isinstance(name, torch.dtype):
+        return name
+    dt = getattr(torch, str(name), None)
+    if not isinstance(dt, torch.dtype):
+        raise ValueError(f"unknown dtype {name!r}; use one of {DEFAULT_DTYPES}")
+    return dt
+
+
+def device_slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_")
+
+
+def datasheet_gbs(name: str) -> float | None:
+    for key, gbs in DATASHEET_GBS.items():
+        if key in name:
+            return gbs
+    return None
+
+
+def time_ms(fn: Callable[[], object]) -> float:
+    """Median milliseconds of fn() on the GPU (warm-up first, L2 flushed between runs)."""
+    from triton.testing import do_bench
+
+    return float(do_bench(fn, warmup=25, rep=100, return_mode="median"))
+
+
+def copy_gbs(numel: int = TOTAL_ELEMENTS, dtype="float32") -> float:
+    """Device-to-device copy bandwidth in GB/s, counting bytes read plus bytes written."""
+    if not torch.cuda.is_available():
+        raise RuntimeError("copy_gbs needs a CUDA GPU")
+    if numel <= 0:
+        raise ValueError(f"numel must be positive, got {numel}")
+    src = torch.randn(numel, device="cuda", dtype=_dtype(dtype))
+    dst = torch.empty_like(src)
+    ms = time_ms(lambda: dst.copy_(src))
+    return 2 * src.numel() * src.element_size() / ms * 1e-6
+
+
+def rmsnorm_fwd_bytes(M: int, N: int, elt: int, w_elt: int) -> int:
+    """Compulsory traffic of RMSNorm forward: read x, write y, read the weight once."""
+    return 2 * M * N * elt + N * w_elt
+
+
+def sweep(impls: dict[str, Callable], *, lesson: str, op: str, make_inputs: Callable, n_bytes: Callable,
+          check: Callable, Ns=DEFAULT_NS, dtypes=DEFAULT_DTYPES, total: int = TOTAL_ELEMENTS,
+          progress: bool = True) -> dict:
+    """Time every implementation over N x dtype at M*N = total elements.
+
+    make_inputs(M, N, dtype) -> tuple of arguments; impl(*args) -> output(s);
+    n_bytes(M, N, args) -> compulsory bytes; check(impl_output, args) -> (ok, message).
+    An implementation that fails its check is reported and not timed.
+    """
+    if not impls:
+        raise ValueError("impls is empty: pass {'name': callable}")
+    if not torch.cuda.is_available():
+        raise RuntimeError("sweep needs a CUDA GPU; on CPU use show_recorded()")
+    from tqdm.auto import tqdm
+
+    name = torch.cuda.get_device_name()
+    copies = {str(dt): copy_gbs(total, dt) for dt in dtypes}
+    roof = max(copies.values())
+    rows, failures = [], []
+    jobs = [(dt, N, impl) for dt in dtypes for N in Ns for impl in impls]
+    bar = tqdm(jobs, desc=f"{op} on {name}", disable=not progress)
+    cache = {}
+    for dt, N, impl in bar:
+        M = max(1, total // N)
+        key = (dt, N)
+        if key not in cache:
+            cache.clear()
+            torch.cuda.empty_cache()
+            cache[key] = make_inputs(M, N, _dtype(dt))
+        args = cache[key]
+        fn = impls[impl]
+        try:
+            ok, msg = check(fn(*args), args)
+        except Exception as e:  # an impl that cannot run this case is reported, not fatal
+            ok, msg = False, f"{type(e).__name__}: {e}"
+        if not ok:
+            failures.append(f"{impl} {dt} N={N}: {msg}")
+            continue
+        ms = time_ms(lambda: fn(*args))
+        gbs = n_bytes(M, N, args) / ms * 1e-6
+        rows.append(dict(lesson=lesson, op=op, impl=impl, dtype=dt, M=M, N=N, ms=round(ms, 5),
+                         gbs=round(gbs, 1), pct_copy=round(100 * gbs / roof, 1)))
+    cache.clear()
+    return dict(device=name, copy_gbs=round(roof, 1), copy_gbs_by_dtype={k: round(v, 1) for k, v in copies.items()},
+                datasheet_gbs=datasheet_gbs(name), rows=rows, failures=failures)
+
+
+def save(results: dict, directory: Path | str = RESULTS_DIR) -> Path:
+    """Merge results into <directory>/<device>.json (rows of the same lesson/op are replaced)."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{device_slug(results['device'])}.json"
+    old = json.loads(path.read_text()) if path.exists() else {"rows": []}
+    done = {(r["lesson"], r["op"]) for r in results["rows"]}
+    kept = [r for r in old.get("rows", []) if (r["lesson"], r["op"]) not in done]
+    merged = {k: v for k, v in results.items() if k not in ("rows", "failures")}
+    merged["rows"] = kept + results["rows"]
+    path.write_text(json.dumps(merged, indent=1) + "\n")
+    return path
+
+
+def load_recorded(lesson: str, op: str, directory: Path | str = RESULTS_DIR) -> list[dict]:
+    """Every recorded result file that has rows for (lesson, op), rows filtered."""
+    out = []
+    for path in sorted(Path(directory).glob("*.json")):
+        data = json.loads(path.read_text())
+        rows = [r for r in data.get("rows", []) if r["lesson"] == lesson and r["op"] == op]
+        if rows:
+            out.append({**data, "rows": rows})
+    return out
+
+
+def plot(results: dict, *, title: str | None = None, path: Path | str | None = None):
+    """GB/s against N, one panel per dtype, with the copy roofline and % labels."""
+    import matplotlib
+
+    if path is not None:
+        matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    rows = results["rows"]
+    if not rows:
+        raise ValueError("no rows to plot")
+    dtypes = [d for d in DEFAULT_DTYPES if any(r["dtype"] == d for r in rows)]
+    fig, axes = plt.subplots(1, len(dtypes), figsize=(6.2 * len(dtypes), 4.6), squeeze=False, sharey=True)
+    roof = results["copy_gbs"]
+    sheet = results.get("datasheet_gbs")
+    impls = list(dict.fromkeys(r["impl"] for r in rows))
+    for ax, dt in zip(axes[0], dtypes):
+        for impl in impls:
+            pts = sorted((r["N"], r["gbs"], r["pct_copy"]) for r in rows if r["dtype"] == dt and r["impl"] == impl)
+            if not pts:
+                continue
+            xs, ys, pcts = zip(*pts)
+            (line,) = ax.plot(xs, ys, marker="o", label=impl)
+            for x, y, p in zip(xs, ys, pcts):
+                ax.annotate(f"{p:.0f}%", (x, y), textcoords="offset points", xytext=(0, 5), ha="center",
+                            fontsize=7, color=line.get_color())
+        ax.axhline(roof, color="black", ls="--", lw=1, label=f"copy {roof:.0f} GB/s (measured)")
+        if sheet:
+            ax.axhline(sheet, color="gray", ls=":", lw=1, label=f"datasheet {sheet:.0f} GB/s")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("N (row length), M*N fixed")
+        ax.set_title(dt)
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("GB/s (compulsory bytes / time)")
+    axes[0][-1].legend(fontsize=7, loc="lower left")
+    op = rows[0]["op"]
+    fig.suptitle(title or f"{op} on {results['device']}")
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, dpi=110)
+    return fig
+
+
+def print_table(results: dict) -> None:
+    """Rows as text: impl by N, % of copy, one block per dtype."""
+    rows = results["rows"]
+    for dt in [d for d in DEFAULT_DTYPES if any(r["dtype"] == d for r in rows)]:
+        Ns = sorted({r["N"] for r in rows if r["dtype"] == dt})
+        print(f"\n{results['device']}  {dt}  (% of copy {results['copy_gbs']:.0f} GB/s; GB/s)")
+        print(f"{'impl':<22}" + "".join(f"{n:>13}" for n in Ns))
+        for impl in dict.fromkeys(r["impl"] for r in rows):
+            cells = []
+            for n in Ns:
+                r = next((r for r in rows if r["dtype"] == dt and r["impl"] == impl and r["N"] == n), None)
+                cells.append(f"{r['pct_copy']:5.1f}% {r['gbs']:5.0f}" if r else " " * 13)
+            print(f"{impl:<22}" + "".join(f"{c:>13}" for c in cells))
+
+
+def show_recorded(lesson: str, op: str, directory: Path | str = RESULTS_DIR):
+    """The CPU path of a benchmark cell: plot what was measured on GPUs, say where and when."""
+    found = load_recorded(lesson, op, directory)
+    if not found:
+        print(f"No recorded GPU results for {lesson}/{op} in {directory}.")
+        return []
+    figs = []
+    for res in found:
+        print(f"Recorded on {res['device']} (copy {res['copy_gbs']:.0f} GB/s); run this cell on a GPU to measure yours.")
+        figs.append(plot(res, title=f"{op} on {res['device']} (recorded)"))
+    return figs

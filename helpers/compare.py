@@ -1,0 +1,186 @@
+"""Compare a kernel's output with a float64 reference and explain what is wrong.
+
+Protocol (DESIGN section 4): pass when every element has |y - ref| <= atol + rtol * |ref|.
+NaN or Inf where the reference is finite always fails. Messages come in a fixed order:
+shape, dtype, device, unwritten (still poisoned) elements, NaN/Inf, then the worst error with
+its index and the tolerance, and a hint when the error has a recognisable pattern.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+# Outputs are poisoned with a NaN carrying this payload before the student's code runs, so an
+# element the kernel never wrote can be told apart from a NaN the kernel computed.
+_POISON_BITS = {
+    torch.float32: (torch.int32, 0x7FC0DEAD),
+    torch.float16: (torch.int16, 0x7E5A),
+    torch.bfloat16: (torch.int16, 0x7FDA),
+    torch.float64: (torch.int64, 0x7FF8DEADBEEFDEAD),
+}
+
+
+def poison_(t: torch.Tensor) -> torch.Tensor:
+    """Fill a floating tensor in place with the marker NaN; other dtypes with their max value."""
+    if t.dtype in _POISON_BITS:
+        int_dtype, bits = _POISON_BITS[t.dtype]
+        t.view(int_dtype).fill_(bits)
+    elif t.dtype == torch.bool:
+        t.fill_(True)
+    elif t.numel():
+        t.fill_(torch.iinfo(t.dtype).max if not t.dtype.is_floating_point else float("nan"))
+    return t
+
+
+def is_poison(t: torch.Tensor) -> torch.Tensor:
+    """Boolean mask of elements that still hold the marker NaN (never written)."""
+    if t.dtype not in _POISON_BITS:
+        return torch.zeros(t.shape, dtype=torch.bool, device=t.device)
+    int_dtype, bits = _POISON_BITS[t.dtype]
+    return t.view(int_dtype) == bits
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    atol: float
+    rtol: float
+
+    def __str__(self) -> str:
+        return f"atol={self.atol:g}, rtol={self.rtol:g}"
+
+
+# Chosen from measurement (tests/test_compare.py keeps them honest): a correct kernel that
+# accumulates in fp32 passes on every hidden shape; fp16 accumulation, eps outside the sqrt,
+# dividing by BLOCK instead of N, or a dropped mask fail.
+TOLERANCES: dict[tuple[str, torch.dtype], Tolerance] = {
+    ("rmsnorm", torch.float32): Tolerance(atol=1e-5, rtol=1e-5),
+    ("rmsnorm", torch.float16): Tolerance(atol=1e-3, rtol=1e-3),
+    ("rmsnorm", torch.bfloat16): Tolerance(atol=8e-3, rtol=8e-3),
+    ("stat", torch.float32): Tolerance(atol=1e-6, rtol=1e-5),
+}
+
+
+def tolerance_for(op: str, dtype: torch.dtype) -> Tolerance:
+    try:
+        return TOLERANCES[(op, dtype)]
+    except KeyError:
+        known = sorted({o for o, _ in TOLERANCES})
+        raise KeyError(f"no tolerance for op={op!r} dtype={dtype}; ops with tolerances: {known}") from None
+
+
+@dataclass
+class CompareResult:
+    ok: bool
+    message: str
+    max_abs_err: float = float("nan")
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+
+def _fmt_index(flat_idx: int, shape) -> tuple:
+    return tuple(int(i) for i in torch.unravel_index(torch.tensor(flat_idx), tuple(shape))) if len(shape) else ()
+
+
+def compare(actual, expected: torch.Tensor, tol: Tolerance, *, name: str = "y",
+            dtype: torch.dtype | None = None, device: str | None = None) -> CompareResult:
+    """Check `actual` against the float64 `expected`; `dtype`/`device` are what actual must have."""
+    if not isinstance(tol, Tolerance):
+        raise TypeError(f"tol must be a helpers.Tolerance, got {type(tol).__name__}")
+    if not isinstance(expected, torch.Tensor):
+        raise TypeError(f"expected must be a torch.Tensor, got {type(expected).__name__}")
+    if actual is None:
+        return CompareResult(False, f"{name}: got None (did the function return its outputs?)")
+    if not isinstance(actual, torch.Tensor):
+        return CompareResult(False, f"{name}: expected a torch.Tensor, got {type(actual).__name__}")
+    if tuple(actual.shape) != tuple(expected.shape):
+        return CompareResult(False, f"{name}: shape {tuple(actual.shape)}, expected {tuple(expected.shape)}")
+    if dtype is not None and actual.dtype != dtype:
+        return CompareResult(False, f"{name}: dtype {actual.dtype}, expected {dtype}")
+    if device is not None and actual.device.type != torch.device(device).type:
+        return CompareResult(False, f"{name}: on {actual.device}, expected on {device}")
+    if actual.numel() == 0:
+        return CompareResult(True, f"{name}: ok (empty)", 0.0)
+
+    unwritten = is_poison(actual)
+    exp = expected.to(device=actual.device, dtype=torch.float64)
+    act = actual.detach().to(torch.float64)
+    finite_ref = torch.isfinite(exp)
+    if unwritten.any():
+        n = int(unwritten.sum())
+        where = _fmt_index(int(unwritten.flatten().nonzero()[0]), actual.shape)
+        hint = _unwritten_hint(unwritten)
+        return CompareResult(False, f"{name}: {n} of {actual.numel()} elements never written "
+                                    f"(first at {where}){hint}")
+    bad_nonfinite = ~torch.isfinite(act) & finite_ref
+    if bad_nonfinite.any():
+        n = int(bad_nonfinite.sum())
+        i = int(bad_nonfinite.flatten().nonzero()[0])
+        return CompareResult(False, f"{name}: {n} NaN/Inf where the reference is finite (first at "
+                                    f"{_fmt_index(i, actual.shape)}: {act.flatten()[i].item()}, expected "
+                                    f"{exp.flatten()[i].item():.6g}). Overflow? Accumulate in fp32: "
+                                    "x.to(tl.float32) before squaring.")
+    err = (act - exp).abs()
+    err = torch.where(finite_ref, err, torch.where(act == exp, 0.0, float("inf")))
+    allowed = tol.atol + tol.rtol * exp.abs()
+    bad = err > torch.where(finite_ref, allowed, torch.zeros_like(allowed))
+    max_err = float(err.max())
+    if not bad.any():
+        return CompareResult(True, f"{name}: ok (max abs err {max_err:.2e}, {tol})", max_err)
+    i = int((err - allowed).flatten().argmax())
+    idx = _fmt_index(i, actual.shape)
+    msg = (f"{name}: {int(bad.sum())} of {actual.numel()} elements off; worst at {idx}: got "
+           f"{act.flatten()[i].item():.6g}, expected {exp.flatten()[i].item():.6g} "
+           f"(abs err {err.flatten()[i].item():.3g}, {tol})")
+    return CompareResult(False, msg + _error_hint(act, exp, bad), max_err)
+
+
+def _rows(t: torch.Tensor) -> torch.Tensor:
+    return t.reshape(-1, t.shape[-1]) if t.ndim >= 1 else t.reshape(1, 1)
+
+
+def _unwritten_hint(unwritten: torch.Tensor) -> str:
+    u = _rows(unwritten)
+    rows_all = u.all(dim=1)
+    if rows_all.any() and not rows_all.all():
+        first = int(rows_all.nonzero()[0])
+        return (f"; whole rows are missing from row {first} on: does the grid cover every row "
+                "(and, with several rows per program, is the row mask right)?")
+    if u.any(dim=1).all() and not u[:, 0].any():
+        col = int(u.any(dim=0).nonzero()[0])
+        return (f"; every row is unwritten from column {col} on: the kernel covers only the first "
+                "block of each row (loop over the row, or make BLOCK_N >= N)")
+    return "."
+
+
+def _error_hint(act: torch.Tensor, exp: torch.Tensor, bad: torch.Tensor) -> str:
+    a, e, b = _rows(act), _rows(exp), _rows(bad)
+    n_cols = a.shape[1]
+    bad_rows = b.any(dim=1)
+    if n_cols > 1 and bad_rows.any():
+        first_bad_col = torch.where(b.any(dim=0))[0]
+        if len(first_bad_col) and int(first_bad_col[0]) > 0 and bool(b[:, 0].logical_not().all()):
+            c = int(first_bad_col[0])
+            return (f"; only columns >= {c} are wrong: check the column mask "
+                    "(cols < N) and the last chunk of the row")
+    # every bad row scaled by one factor -> the normaliser (eps, N) is wrong
+    if n_cols > 1 and bad_rows.any():
+        sel = bad_rows & (e.abs() > 1e-6).all(dim=1)
+        if sel.any():
+            ratio = a[sel] / e[sel]
+            spread = (ratio.max(dim=1).values - ratio.min(dim=1).values).abs()
+            centre = ratio.median(dim=1).values.abs().clamp_min(1e-30)
+            if bool((spread / centre < 1e-2).all()):
+                f = float(ratio[0, 0])
+                return (f"; each wrong row is off by a constant factor (row {int(sel.nonzero()[0])}: x{f:.4g}): "
+                        "the normaliser is wrong. Is eps inside the square root, and do you divide "
+                        "by N (not BLOCK_N)?")
+    if a.shape[0] > 1 and not bool(bad_rows[0]) and bool(bad_rows[1:].all()):
+        return ("; row 0 is right but every later row is wrong: use the row stride "
+                "(x.stride(0) may differ from N) for both input and output")
+    if e.shape[0] > 2 and bad_rows.any() and not bad_rows.all():
+        means = e.mean(dim=1).abs()
+        if float(means[bad_rows].min()) > float(means[~bad_rows].max()) > 0:
+            return "; only rows with a large mean are wrong: cancellation (use a two-pass or Welford variance)"
+    return "."
