@@ -14,7 +14,7 @@ import math
 
 import torch
 
-from helpers.compare import is_poison, poison_
+from helpers.compare import is_poison, poison_, poison_input_
 
 GUARD = 1 << 16  # elements of guard band on each side of an allocation (>= the largest BLOCK)
 FORBIDDEN = ("rms_norm", "layer_norm", "group_norm", "batch_norm", "softmax")
@@ -138,7 +138,7 @@ def guarded_input(t: torch.Tensor, row_pad: int = 0) -> torch.Tensor:
     M = t.numel() // max(N, 1)
     width = N + row_pad
     buf = torch.empty(M * width + 2 * GUARD, dtype=t.dtype, device=t.device)
-    poison_(buf)
+    poison_input_(buf)
     body = buf[GUARD:GUARD + M * width].view(M, width)[:, :N]
     body.copy_(t.reshape(M, N))
     if row_pad == 0:

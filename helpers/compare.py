@@ -21,6 +21,25 @@ _POISON_BITS = {
 }
 
 
+# Padding and guard bands around *inputs* get a different payload: a kernel that reads them
+# produces NaNs that must not be mistaken for unwritten outputs.
+_INPUT_POISON_BITS = {
+    torch.float32: (torch.int32, 0x7FC0BEEF),
+    torch.float16: (torch.int16, 0x7E5B),
+    torch.bfloat16: (torch.int16, 0x7FDB),
+    torch.float64: (torch.int64, 0x7FF8BEEFBEEFBEEF),
+}
+
+
+def poison_input_(t: torch.Tensor) -> torch.Tensor:
+    """Fill padding around inputs with a NaN distinct from the output poison."""
+    if t.dtype not in _INPUT_POISON_BITS:
+        raise TypeError(f"poison_input_ supports float dtypes, got {t.dtype}")
+    int_dtype, bits = _INPUT_POISON_BITS[t.dtype]
+    t.view(int_dtype).fill_(bits)
+    return t
+
+
 def poison_(t: torch.Tensor) -> torch.Tensor:
     """Fill a floating tensor in place with the marker NaN; other dtypes with their max value."""
     if t.dtype in _POISON_BITS:
@@ -117,12 +136,14 @@ def compare(actual, expected: torch.Tensor, tol: Tolerance, *, name: str = "y",
     if bad_nonfinite.any():
         n = int(bad_nonfinite.sum())
         i = int(bad_nonfinite.flatten().nonzero()[0])
+        hint = _row_hint(bad_nonfinite) or (". Overflow? Accumulate in fp32: x.to(tl.float32) before "
+                                            "squaring; or a read of memory outside the row (masks, strides)?")
         return CompareResult(False, f"{name}: {n} NaN/Inf where the reference is finite (first at "
                                     f"{_fmt_index(i, actual.shape)}: {act.flatten()[i].item()}, expected "
-                                    f"{exp.flatten()[i].item():.6g}). Overflow? Accumulate in fp32: "
-                                    "x.to(tl.float32) before squaring.")
+                                    f"{exp.flatten()[i].item():.6g}){hint}")
     err = (act - exp).abs()
-    err = torch.where(finite_ref, err, torch.where(act == exp, 0.0, float("inf")))
+    same = (act == exp) | (torch.isnan(act) & torch.isnan(exp))
+    err = torch.where(finite_ref, err, torch.where(same, 0.0, float("inf")))
     allowed = tol.atol + tol.rtol * exp.abs()
     bad = err > torch.where(finite_ref, allowed, torch.zeros_like(allowed))
     max_err = float(err.max())
@@ -145,13 +166,21 @@ def _unwritten_hint(unwritten: torch.Tensor) -> str:
     rows_all = u.all(dim=1)
     if rows_all.any() and not rows_all.all():
         first = int(rows_all.nonzero()[0])
-        return (f"; whole rows are missing from row {first} on: does the grid cover every row "
-                "(and, with several rows per program, is the row mask right)?")
+        return (f"; whole rows are missing from row {first} on: does the grid cover every row, and is "
+                "every store masked (Triton's interpreter drops a store that runs past the tensor)?")
     if u.any(dim=1).all() and not u[:, 0].any():
         col = int(u.any(dim=0).nonzero()[0])
         return (f"; every row is unwritten from column {col} on: the kernel covers only the first "
                 "block of each row (loop over the row, or make BLOCK_N >= N)")
     return "."
+
+
+def _row_hint(bad: torch.Tensor) -> str:
+    b = _rows(bad).any(dim=1)
+    if b.shape[0] > 1 and not bool(b[0]) and bool(b[1:].all()):
+        return ("; row 0 is right but every later row is wrong: use the row stride "
+                "(x.stride(0) may differ from N) for both input and output")
+    return ""
 
 
 def _error_hint(act: torch.Tensor, exp: torch.Tensor, bad: torch.Tensor) -> str:
@@ -173,12 +202,15 @@ def _error_hint(act: torch.Tensor, exp: torch.Tensor, bad: torch.Tensor) -> str:
             centre = ratio.median(dim=1).values.abs().clamp_min(1e-30)
             if bool((spread / centre < 1e-2).all()):
                 f = float(ratio[0, 0])
+                if abs(f) < 1e-3:
+                    return ("; whole rows came out as zeros (rstd = 0): did the sum of squares overflow to inf? "
+                            "fp16 stops at 65504; accumulate in fp32 (x.to(tl.float32) before squaring)")
                 return (f"; each wrong row is off by a constant factor (row {int(sel.nonzero()[0])}: x{f:.4g}): "
                         "the normaliser is wrong. Is eps inside the square root, and do you divide "
                         "by N (not BLOCK_N)?")
-    if a.shape[0] > 1 and not bool(bad_rows[0]) and bool(bad_rows[1:].all()):
-        return ("; row 0 is right but every later row is wrong: use the row stride "
-                "(x.stride(0) may differ from N) for both input and output")
+    hint = _row_hint(b)
+    if hint:
+        return hint
     if e.shape[0] > 2 and bad_rows.any() and not bad_rows.all():
         means = e.mean(dim=1).abs()
         if float(means[bad_rows].min()) > float(means[~bad_rows].max()) > 0:

@@ -32,7 +32,7 @@ class Spec:
     const: float | None = None
     row_pad: int = 0
     kwargs: dict = field(default_factory=dict)
-    bad: str | None = None         # weight_shape | int_dtype | last_dim_stride | too_long
+    bad: str | None = None         # weight_shape | int_dtype | last_dim_stride | too_long | kwarg
     seed: int = 0
 
 
@@ -174,6 +174,8 @@ _exercise(
         Spec("rows_per_program=16, N=1, M=37", (37, 1), kwargs={"rows_per_program": 16}, seed=32),
         Spec("rows_per_program=2, bf16 300x512, strided", (300, 512), BF16, row_pad=8,
              kwargs={"rows_per_program": 2}, seed=33),
+        Spec("bad input: rows_per_program=3 (not a power of two)", (6, 64), kwargs={"rows_per_program": 3},
+             bad="kwarg", seed=34),
     ])
 
 _exercise(
@@ -186,4 +188,6 @@ _exercise(
         Spec("N=131072 (longer than any single block)", (2, 131072), BF16, seed=42),
         Spec("num_programs=3 for M=10 rows (each program loops)", (10, 300),
              kwargs={"num_programs": 3, "block_n": 128}, seed=43),
+        Spec("bad input: block_n=1000 (not a power of two)", (3, 2000), kwargs={"block_n": 1000},
+             bad="kwarg", seed=44),
     ])

@@ -1,0 +1,56 @@
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("MPLBACKEND", "Agg")
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import helpers  # noqa: E402,F401  (interpreter switch before triton)
+
+SOLUTION_04 = ROOT / "solutions" / "04_triton_rmsnorm.ipynb"
+STUDENT_04 = ROOT / "notebooks" / "04_triton_rmsnorm.ipynb"
+
+
+def pytest_collection_modifyitems(config, items):
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU (make test-gpu on a GPU machine)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+def run_cli(*args, timeout=600):
+    """python -m autograder ... in a subprocess; returns the parsed --json report."""
+    out = Path(os.environ.get("TMPDIR", "/tmp")) / f"grade-{os.getpid()}-{abs(hash(args))}.json"
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", *map(str, args), "--json", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads(out.read_text())
+    out.unlink()
+    return report, proc.stdout
+
+
+def write_variant(tmp_path, replacements, src=SOLUTION_04, name=None):
+    """A copy of a notebook with exact text replacements in its code cells; each must match once."""
+    nb = json.loads(src.read_text())
+    for old, new in replacements:
+        hits = 0
+        for cell in nb["cells"]:
+            if cell["cell_type"] != "code":
+                continue
+            text = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            if old in text:
+                hits += text.count(old)
+                cell["source"] = text.replace(old, new)
+        assert hits == 1, f"replacement target found {hits} times (the solution changed?): {old!r}"
+    path = tmp_path / (name or src.name)
+    path.write_text(json.dumps(nb))
+    return path

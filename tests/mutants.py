@@ -1,0 +1,77 @@
+"""Deliberately wrong versions of the lesson 04 solution, as exact text edits of its code cells.
+
+Each mutant: (exercise id, name, [(old, new), ...], substring expected in a failing case's message).
+The edits must match the solution exactly once (tests fail loudly if the solution drifts).
+"""
+
+FWD_LOAD = "x = tl.load(X + row * stride_x + cols, mask=mask, other=0.0).to(tl.float32)"
+FWD_STORE = "tl.store(Y + row * stride_y + cols, y.to(Y.dtype.element_ty), mask=mask)"
+ROWS_LOAD = "x = tl.load(X + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0).to(tl.float32)"
+LOOP_P2 = ("            x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy=\"evict_first\")"
+           ".to(tl.float32)")
+
+MUTANTS = [
+    # --- rmsnorm_fwd: one row per program
+    ("rmsnorm_fwd", "eps outside the sqrt",
+     [("rstd = tl.rsqrt(tl.sum(x * x, axis=0) / N + eps)\n    y = x * rstd\n",
+       "rstd = tl.rsqrt(tl.sum(x * x, axis=0) / N) + eps\n    y = x * rstd\n")], "constant factor"),
+    ("rmsnorm_fwd", "missing mask",
+     [(FWD_LOAD, "x = tl.load(X + row * stride_x + cols).to(tl.float32)"),
+      (FWD_STORE, "tl.store(Y + row * stride_y + cols, y.to(Y.dtype.element_ty))")], "mask"),
+    ("rmsnorm_fwd", "fp16 accumulation",
+     [(FWD_LOAD, "x = tl.load(X + row * stride_x + cols, mask=mask, other=0.0).to(tl.float16)")], "overflow"),
+    ("rmsnorm_fwd", "mean over the block instead of N",
+     [("rstd = tl.rsqrt(tl.sum(x * x, axis=0) / N + eps)\n    y = x * rstd\n",
+       "rstd = tl.rsqrt(tl.sum(x * x, axis=0) / BLOCK_N + eps)\n    y = x * rstd\n")], "constant factor"),
+    ("rmsnorm_fwd", "ignores the row stride",
+     [("x2.stride(0), y.stride(0), N, eps,\n        BLOCK_N=BLOCK_N, HAS_WEIGHT",
+       "N, N, N, eps,\n        BLOCK_N=BLOCK_N, HAS_WEIGHT")], "row stride"),
+    ("rmsnorm_fwd", "calls F.rms_norm instead of a kernel",
+     [("    x2 = x.reshape(M, N)\n    y = torch.empty((M, N), dtype=x.dtype, device=x.device)\n"
+       "    rstd = torch.empty(M, dtype=torch.float32, device=x.device)\n    BLOCK_N = triton.next_power_of_2(N)\n"
+       "    _rmsnorm_fwd_kernel",
+       "    y = torch.nn.functional.rms_norm(x, (N,), weight, eps)\n"
+       "    return y, torch.rsqrt(x.float().pow(2).mean(-1) + eps)\n    _rmsnorm_fwd_kernel")], "rms_norm"),
+    ("rmsnorm_fwd", "rstd never stored",
+     [(FWD_STORE + "\n    tl.store(RSTD + row, rstd)\n", FWD_STORE + "\n")], "never written"),
+    # --- rmsnorm_fwd_rows: several rows per program
+    ("rmsnorm_fwd_rows", "no row mask",
+     [("    mask = row_mask[:, None] & col_mask[None, :]\n", "    mask = col_mask[None, :] & (rows >= 0)[:, None]\n"),
+      ("    tl.store(RSTD + rows, rstd, mask=row_mask)\n", "    tl.store(RSTD + rows, rstd)\n")], "mask"),
+    ("rmsnorm_fwd_rows", "reduces over the wrong axis",
+     [("rstd = tl.rsqrt(tl.sum(x * x, axis=1) / N + eps)", "rstd = tl.rsqrt(tl.sum(x * x, axis=0) / N + eps)")], ""),
+    ("rmsnorm_fwd_rows", "fp16 accumulation",
+     [(ROWS_LOAD, ROWS_LOAD.replace("tl.float32", "tl.float16"))], "overflow"),
+    ("rmsnorm_fwd_rows", "grid of M // BLOCK_M programs (drops the remainder)",
+     [("_rmsnorm_fwd_rows_kernel[(triton.cdiv(M, BLOCK_M),)]", "_rmsnorm_fwd_rows_kernel[(max(1, M // BLOCK_M),)]")],
+     "never written"),
+    ("rmsnorm_fwd_rows", "eps outside the sqrt",
+     [("rstd = tl.rsqrt(tl.sum(x * x, axis=1) / N + eps)", "rstd = tl.rsqrt(tl.sum(x * x, axis=1) / N) + eps")],
+     "constant factor"),
+    ("rmsnorm_fwd_rows", "accepts any rows_per_program",
+     [("    if not isinstance(BLOCK_M, int) or BLOCK_M < 1 or BLOCK_M & (BLOCK_M - 1):\n"
+       "        raise ValueError(f\"rows_per_program must be a power of two >= 1, got {rows_per_program!r}\")\n", "")],
+     ""),
+    # --- rmsnorm_fwd_looped: persistent, two passes
+    ("rmsnorm_fwd_looped", "writes only the first block of a row",
+     [("        for off in range(0, N, BLOCK_N):\n            cols = off + tl.arange(0, BLOCK_N)\n            mask = cols < N\n",
+       "        for off in range(0, BLOCK_N, BLOCK_N):\n            cols = off + tl.arange(0, BLOCK_N)\n            mask = cols < N\n")],
+     "first block"),
+    ("rmsnorm_fwd_looped", "chunk tail dropped (no mask in pass 1)",
+     [("x = tl.load(x_row + cols, mask=cols < N, other=0.0, eviction_policy=\"evict_last\")",
+       "x = tl.load(x_row + cols, eviction_policy=\"evict_last\")")], ""),
+    ("rmsnorm_fwd_looped", "eps outside the sqrt",
+     [("rstd = tl.rsqrt(tl.sum(acc, axis=0) / N + eps)", "rstd = tl.rsqrt(tl.sum(acc, axis=0) / N) + eps")],
+     "constant factor"),
+    ("rmsnorm_fwd_looped", "mean over one block instead of N",
+     [("rstd = tl.rsqrt(tl.sum(acc, axis=0) / N + eps)", "rstd = tl.rsqrt(tl.sum(acc, axis=0) / BLOCK_N + eps)")],
+     "constant factor"),
+    ("rmsnorm_fwd_looped", "only the first num_programs rows (no loop over rows)",
+     [("    for row in range(pid, M, tl.num_programs(0)):\n", "    for row in range(pid, pid + 1):\n")],
+     "never written"),
+    ("rmsnorm_fwd_looped", "fp16 accumulation",
+     [(LOOP_P2, LOOP_P2.replace("tl.float32", "tl.float16")),
+      ("x = tl.load(x_row + cols, mask=cols < N, other=0.0, eviction_policy=\"evict_last\").to(tl.float32)",
+       "x = tl.load(x_row + cols, mask=cols < N, other=0.0, eviction_policy=\"evict_last\").to(tl.float16)")],
+     "overflow"),
+]

@@ -1,0 +1,108 @@
+"""The grader, both ways: solutions score full marks, untouched stubs score zero without crashing,
+and one exercise that raises, hangs or crashes loses only its own points."""
+import json
+
+import pytest
+
+from autograder import check, for_lesson, get
+from autograder.notebook import load
+
+from conftest import SOLUTION_04, STUDENT_04, run_cli, write_variant
+
+LESSON = "04_triton_rmsnorm"
+
+
+def test_every_exercise_has_at_least_12_hidden_cases():
+    exercises = for_lesson(LESSON)
+    assert {ex.id for ex in exercises} == {"rmsnorm_fwd", "rmsnorm_fwd_rows", "rmsnorm_fwd_looped"}
+    for ex in exercises:
+        assert len(ex.cases) >= 12, ex.id
+
+
+def test_grade_cell_points_match_the_registry():
+    nb = json.loads(SOLUTION_04.read_text())
+    cells = {c["metadata"]["nbgrader"]["grade_id"]: c for c in nb["cells"]
+             if c["metadata"].get("nbgrader", {}).get("grade") and not c["metadata"]["nbgrader"]["solution"]}
+    for ex in for_lesson(LESSON):
+        cell = cells[f"check_{ex.id}"]
+        assert "".join(cell["source"]).strip() == f'check("{ex.id}")'
+        assert cell["metadata"]["nbgrader"]["points"] == ex.points, ex.id
+
+
+def test_solutions_score_full_marks_through_the_cli():
+    report, out = run_cli(SOLUTION_04)
+    nb = report["notebooks"][0]
+    assert nb["earned"] == nb["possible"] > 0, out[-3000:]
+    for ex in nb["exercises"]:
+        assert ex["status"] == "graded"
+        assert all(c["passed"] for c in ex["cases"]), ex["id"]
+
+
+def test_student_stubs_score_zero_and_say_not_implemented():
+    report, _ = run_cli(STUDENT_04)
+    nb = report["notebooks"][0]
+    assert nb["earned"] == 0 and nb["possible"] > 0
+    for ex in nb["exercises"]:
+        assert ex["status"] == "graded"  # graded, not crashed
+        assert all("not implemented yet" in c["message"] for c in ex["cases"]), ex["id"]
+
+
+def test_check_returns_points_for_nbgrader_and_prints_the_table(capsys):
+    ns, errors = load(SOLUTION_04)
+    assert not errors
+    score = check("rmsnorm_fwd", ns)
+    out = capsys.readouterr().out
+    assert float(score) == get("rmsnorm_fwd").points and score.fraction == 1.0
+    assert repr(score) == repr(float(get("rmsnorm_fwd").points))  # nbgrader parses text/plain
+    assert "PASS" in out and "score: 18/18" in out
+
+
+def test_check_reports_missing_functions(capsys):
+    score = check("rmsnorm_fwd", {})
+    assert float(score) == 0
+    assert "not defined: rmsnorm_fwd" in capsys.readouterr().out
+
+
+def test_check_rejects_unknown_exercise():
+    with pytest.raises(KeyError, match="unknown exercise"):
+        check("no_such_exercise", {})
+
+
+LAUNCH = "    _rmsnorm_fwd_kernel[(M,)](\n"
+
+
+@pytest.mark.parametrize("kind,edit,status,message", [
+    ("raises", "    raise RuntimeError('student bug')\n", "graded", "RuntimeError: student bug"),
+    ("hangs", "    while True:\n        pass\n", "timeout", "timed out"),
+    ("crashes", "    import os; os.abort()\n", "crashed", "crashed"),
+])
+def test_a_broken_exercise_loses_only_itself(tmp_path, kind, edit, status, message):
+    path = write_variant(tmp_path, [(LAUNCH, edit + LAUNCH)])
+    report, _ = run_cli(path, "--timeout", "60")
+    by_id = {ex["id"]: ex for ex in report["notebooks"][0]["exercises"]}
+    broken = by_id["rmsnorm_fwd"]
+    assert broken["status"] == status and broken["earned"] == 0
+    assert message in broken["cases"][2]["message"]
+    for other in ("rmsnorm_fwd_rows", "rmsnorm_fwd_looped"):
+        assert by_id[other]["earned"] == by_id[other]["possible"], other
+
+
+def test_out_of_bounds_write_is_caught(tmp_path):
+    # Store one element past the row: the last row writes into the guard band after y.
+    path = write_variant(tmp_path, [("tl.store(Y + row * stride_y + cols, y.to(Y.dtype.element_ty), mask=mask)",
+                                     "tl.store(Y + row * stride_y + cols + 1, y.to(Y.dtype.element_ty), mask=mask)")])
+    from autograder import grade
+    ns, _ = load(path)
+    result = grade(get("rmsnorm_fwd"), ns)
+    messages = " | ".join(c["message"] for c in result["cases"] if not c["passed"])
+    assert result["earned"] < result["possible"]
+    assert "out of bounds" in messages or "wrong" in messages
+
+
+def test_cli_rejects_unknown_notebook(tmp_path):
+    import subprocess, sys
+    bad = tmp_path / "99_unknown.ipynb"
+    bad.write_text(json.dumps({"cells": []}))
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(bad)], capture_output=True, text=True,
+                          cwd=SOLUTION_04.parent.parent)
+    assert proc.returncode == 2 and "no lesson matches" in proc.stderr

@@ -1,0 +1,150 @@
+"""Public helpers: correct answers, diagnostics that teach, and clear errors for bad input."""
+import pytest
+import torch
+
+import helpers
+from helpers import bench
+from helpers.compare import compare, is_poison, poison_, tolerance_for, Tolerance
+from helpers.reference import rmsnorm_ref
+from helpers.validate import check_rows_input
+
+TOL = Tolerance(1e-5, 1e-5)
+
+
+def test_interpreter_mode_without_gpu():
+    if not torch.cuda.is_available():
+        import os
+        assert os.environ.get("TRITON_INTERPRET") == "1"
+        assert helpers.device() == "cpu" and not helpers.on_gpu()
+
+
+def test_rmsnorm_ref_matches_torch():
+    x = torch.randn(4, 7, 33)
+    w = torch.randn(33)
+    y, rstd = rmsnorm_ref(x, w, 1e-5)
+    assert y.dtype == torch.float64 and rstd.shape == (4, 7)
+    expect = torch.nn.functional.rms_norm(x.double(), (33,), w.double(), 1e-5)
+    assert torch.allclose(y, expect, atol=1e-12)
+
+
+@pytest.mark.parametrize("bad,err", [((None,), TypeError), ((torch.randn(3, 0),), ValueError),
+                                     ((torch.randn(3, 4), torch.randn(5)), ValueError)])
+def test_rmsnorm_ref_bad_input(bad, err):
+    with pytest.raises(err):
+        rmsnorm_ref(*bad)
+
+
+def test_compare_passes_and_reports_error():
+    ref = torch.randn(3, 5, dtype=torch.float64)
+    assert compare(ref.float(), ref, TOL).ok
+    wrong = ref.float().clone()
+    wrong[1, 2] += 1
+    r = compare(wrong, ref, TOL)
+    assert not r.ok and "(1, 2)" in r.message and "atol=1e-05" in r.message
+
+
+def test_compare_order_shape_dtype_device_unwritten_nan():
+    ref = torch.ones(2, 3, dtype=torch.float64)
+    assert "shape" in compare(torch.ones(3, 2), ref, TOL).message
+    assert "dtype" in compare(torch.ones(2, 3, dtype=torch.float16), ref, TOL, dtype=torch.float32).message
+    assert "got None" in compare(None, ref, TOL).message
+    y = torch.ones(2, 3)
+    poison_(y[:, 2:])
+    assert is_poison(y).sum() == 2
+    assert "never written" in compare(y, ref, TOL).message
+    y = torch.ones(2, 3)
+    y[0, 0] = float("nan")
+    m = compare(y, ref, TOL).message
+    assert "NaN/Inf" in m and "never written" not in m
+
+
+def test_compare_nan_is_never_a_wildcard():
+    ref = torch.tensor([float("nan"), 1.0], dtype=torch.float64)
+    assert compare(torch.tensor([float("nan"), 1.0]), ref, TOL).ok
+    assert not compare(torch.tensor([0.0, 1.0]), ref, TOL).ok
+
+
+def test_compare_hints():
+    ref = torch.randn(4, 10, dtype=torch.float64).abs() + 0.5
+    assert "constant factor" in compare((ref * 1.3).float(), ref, TOL).message
+    tail = ref.float().clone()
+    tail[:, 7:] += 1
+    assert "columns >= 7" in compare(tail, ref, TOL).message
+    later = ref.float().clone()
+    later[1:] = later[1:].flip(-1)
+    assert "row stride" in compare(later, ref, TOL).message
+
+
+def test_compare_bad_arguments():
+    with pytest.raises(TypeError):
+        compare(torch.ones(1), torch.ones(1), (1e-5, 1e-5))
+    with pytest.raises(TypeError):
+        compare(torch.ones(1), [1.0], TOL)
+    with pytest.raises(KeyError, match="no tolerance"):
+        tolerance_for("nope", torch.float32)
+
+
+def test_tolerances_separate_fp32_from_fp16_accumulation():
+    # The measured bound: fp32 accumulation passes, fp16 rounding of the output does not pass as fp32.
+    x = torch.randn(64, 781)
+    ref, _ = rmsnorm_ref(x)
+    assert compare(ref.float(), ref, tolerance_for("rmsnorm", torch.float32)).ok
+    assert not compare(ref.half().float(), ref, tolerance_for("rmsnorm", torch.float32)).ok
+    assert compare(ref.half(), ref, tolerance_for("rmsnorm", torch.float16)).ok
+    assert not compare(ref.bfloat16().half(), ref, tolerance_for("rmsnorm", torch.float16)).ok
+
+
+@pytest.mark.parametrize("args,kw,err,text", [
+    (([1.0, 2.0],), {}, TypeError, "torch.Tensor"),
+    ((torch.ones(3, 4, dtype=torch.int64),), {}, TypeError, "float32"),
+    ((torch.tensor(1.0),), {}, ValueError, "at least one dimension"),
+    ((torch.ones(3, 0),), {}, ValueError, "no elements"),
+    ((torch.ones(4, 3).t(),), {}, ValueError, "contiguous"),
+    ((torch.ones(3, 4), torch.ones(5)), {}, ValueError, "shape (4,)"),
+    ((torch.ones(3, 4), torch.ones(4, dtype=torch.int32)), {}, TypeError, "weight must be"),
+    ((torch.ones(3, 4), None, -1.0), {}, ValueError, "eps"),
+    ((torch.ones(3, 4), None, float("nan")), {}, ValueError, "eps"),
+    ((torch.ones(2, 70000),), {"max_n": 65536}, ValueError, "too large"),
+])
+def test_check_rows_input_errors(args, kw, err, text):
+    with pytest.raises(err, match=None) as e:
+        check_rows_input(*args, **kw)
+    assert text in str(e.value)
+
+
+def test_check_rows_input_returns_rows_and_length():
+    assert check_rows_input(torch.ones(2, 3, 5)) == (6, 5)
+    assert check_rows_input(torch.ones(7)) == (1, 7)
+
+
+def test_bench_needs_gpu_and_valid_arguments(tmp_path):
+    with pytest.raises(ValueError, match="unknown dtype"):
+        bench._dtype("float8")
+    with pytest.raises(ValueError, match="impls is empty"):
+        bench.sweep({}, lesson="x", op="y", make_inputs=None, n_bytes=None, check=None)
+    if not torch.cuda.is_available():
+        with pytest.raises(RuntimeError, match="GPU"):
+            bench.copy_gbs()
+    with pytest.raises(ValueError, match="no rows"):
+        bench.plot({"rows": [], "copy_gbs": 1.0, "device": "x"})
+
+
+def test_bench_save_merge_and_show_recorded(tmp_path):
+    rows = [dict(lesson="L", op="op", impl="a", dtype="float32", M=8, N=n, ms=1.0, gbs=100.0 * n, pct_copy=50.0)
+            for n in (512, 1024)]
+    res = {"device": "Fake GPU", "copy_gbs": 3000.0, "datasheet_gbs": None, "rows": rows, "failures": []}
+    path = bench.save(res, tmp_path)
+    assert path.name == "Fake_GPU.json"
+    bench.save({**res, "rows": rows[:1]}, tmp_path)  # same lesson/op replaced, not duplicated
+    assert len(bench.load_recorded("L", "op", tmp_path)[0]["rows"]) == 1
+    figs = bench.show_recorded("L", "op", tmp_path)
+    assert len(figs) == 1
+    assert bench.show_recorded("L", "missing", tmp_path) == []
+    assert bench.rmsnorm_fwd_bytes(2, 4, 2, 4) == 2 * 2 * 4 * 2 + 16
+
+
+def test_recorded_results_exist_for_lesson_04():
+    found = bench.load_recorded("04_triton_rmsnorm", "rmsnorm_fwd")
+    assert found, "benchmarks/results/ has no lesson 04 results: run `make bench` on a GPU"
+    impls = {r["impl"] for r in found[0]["rows"]}
+    assert {"torch composite", "F.rms_norm", "torch.compile"} <= impls
