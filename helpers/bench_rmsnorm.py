@@ -24,6 +24,13 @@ def composite(x, w, eps=EPS):
 
 
 def peers() -> dict[str, Callable]:
+    import torch._dynamo
+
+    # One compiled graph per (dtype, N) of the sweep: lift the recompile limit (default 8), or
+    # torch.compile silently falls back to eager after the eighth shape.
+    for knob in ("recompile_limit", "cache_size_limit"):
+        if hasattr(torch._dynamo.config, knob):
+            setattr(torch._dynamo.config, knob, 256)
     out = {
         "torch composite": lambda x, w: composite(x, w),
         "F.rms_norm": lambda x, w: torch.nn.functional.rms_norm(x, (x.shape[-1],), w, EPS),
