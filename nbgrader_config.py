@@ -1,0 +1,22 @@
+"""nbgrader configuration for instructors (nbgrader generate_assignment / autograde / generate_feedback).
+
+- Solution regions become a `pass` stub (valid inside @triton.jit, unlike `raise NotImplementedError()`).
+- Timeouts fit Triton's CPU interpreter.
+- On a grader without a GPU, TRITON_INTERPRET=1 is set here so the kernels that nbgrader starts
+  inherit it (helpers also sets it on import).
+- Hidden cases live in autograder/cases/, not in the notebooks, so feedback cannot show them;
+  feedback shows the score table that check() prints.
+"""
+import os
+import shutil
+
+c = get_config()  # noqa: F821 (provided by nbgrader)
+
+c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\npass"}
+c.ExecutePreprocessor.timeout = 600
+c.Execute.timeout = 600
+c.Execute.interrupt_on_timeout = True
+c.ClearHiddenTests.enforce_metadata = True
+
+if not shutil.which("nvidia-smi") or os.system("nvidia-smi -L >/dev/null 2>&1") != 0:
+    os.environ.setdefault("TRITON_INTERPRET", "1")
