@@ -12,7 +12,7 @@ VPY      := $(VENV)/bin/python
 # the workplace keeps one), triton for its interpreter, NumPy < 2.4 for that interpreter.
 HAS_GPU  := $(shell nvidia-smi -L >/dev/null 2>&1 && echo 1)
 CPU_PINS ?= torch==2.13.0 triton==3.6.0
-EXTRAS   := $(if $(HAS_GPU),dev,cpu,dev,instructor)
+EXTRAS   := $(if $(HAS_GPU),dev,cpu,dev),instructor
 # test-gpu / bench run where the GPU is, with whatever Python has torch+triton there.
 RUNPY    ?= $(if $(wildcard $(VPY)),$(VPY),$(PY))
 
@@ -21,7 +21,7 @@ RUNPY    ?= $(if $(wildcard $(VPY)),$(VPY),$(PY))
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(if $(HAS_GPU),,$(VPY) -m pip install -q $(CPU_PINS))
-	$(VPY) -m pip install -q -e ".[$(EXTRAS),instructor]"
+	$(VPY) -m pip install -q -e ".[$(EXTRAS)]"
 	$(VPY) -m ipykernel install --sys-prefix --name norm-kernels --display-name "Norm Kernels" >/dev/null
 	touch $@
 

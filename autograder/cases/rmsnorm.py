@@ -57,7 +57,7 @@ def _sync():
         torch.cuda.synchronize()
 
 
-def _call(ex: Exercise, fn, x, w, eps, kwargs):
+def _call(fn, x, w, eps, kwargs):
     with student_call() as spy:
         out = fn(x, w, eps, **kwargs)
         _sync()
@@ -69,7 +69,7 @@ def _judge_run(ex: Exercise, s: Spec, fn) -> tuple[bool, str]:
     x = guarded_input(x0, s.row_pad)
     w = None if w0 is None else guarded_input(w0)
     x_before = x.clone()
-    out, spy = _call(ex, fn, x, w, s.eps, s.kwargs)
+    out, spy = _call(fn, x, w, s.eps, s.kwargs)
     if spy.forbidden:
         return False, (f"called {spy.forbidden[0]}: this exercise is about writing the kernel; "
                        f"launch {ex.kernels[0]} instead (scores zero)")
