@@ -17,7 +17,8 @@ import torch
 from helpers.compare import is_poison, poison_, poison_input_
 
 GUARD = 1 << 16  # elements of guard band on each side of an allocation (>= the largest BLOCK)
-FORBIDDEN = ("rms_norm", "layer_norm", "group_norm", "batch_norm", "softmax")
+# torch's own norms and softmax: a lesson's exercise that re-implements one must not call it.
+FORBIDDEN = ("rms_norm", "layer_norm", "group_norm", "batch_norm", "instance_norm", "softmax")
 
 
 class Spy:
@@ -54,11 +55,16 @@ def _guarded(spy: Spy, shape, dtype, device):
 
 
 _ORIG: dict = {}
+_INHERITED = object()
 
 
 @contextlib.contextmanager
-def student_call():
-    """Context for running student code; yields a Spy with launches, forbidden calls, buffers."""
+def student_call(forbidden: tuple[str, ...] = FORBIDDEN):
+    """Context for running student code; yields a Spy with launches, forbidden calls, buffers.
+
+    `forbidden` names functions whose use is recorded in `spy.forbidden`, wherever they are reached:
+    torch.nn.functional.<name>, torch.<name> and the tensor method Tensor.<name>.
+    """
     import triton.runtime.jit as jit
 
     spy = Spy()
@@ -90,7 +96,8 @@ def student_call():
     patched = []
 
     def patch(owner, name, new):
-        patched.append((owner, name, getattr(owner, name)))
+        # Remember whether the attribute was the owner's own (vs inherited) to restore it exactly.
+        patched.append((owner, name, owner.__dict__.get(name, _INHERITED)))
         setattr(owner, name, new)
 
     def counting(run):
@@ -119,16 +126,19 @@ def student_call():
         patch(InterpretedFunction, "run", counting(InterpretedFunction.run))
     except ImportError:  # older triton: no interpreter class to count
         pass
-    for name in FORBIDDEN:
-        if hasattr(torch.nn.functional, name):
-            forbid(torch.nn.functional, name, f"torch.nn.functional.{name}")
-        if hasattr(torch, name):
-            forbid(torch, name, f"torch.{name}")
+    for name in forbidden:
+        for owner, label in ((torch.nn.functional, "torch.nn.functional"), (torch, "torch"),
+                             (torch.Tensor, "Tensor")):
+            if hasattr(owner, name):
+                forbid(owner, name, f"{label}.{name}")
     try:
         yield spy
     finally:
         for owner, name, orig in reversed(patched):
-            setattr(owner, name, orig)
+            if orig is _INHERITED:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, orig)
 
 
 def guarded_input(t: torch.Tensor, row_pad: int = 0) -> torch.Tensor:

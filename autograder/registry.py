@@ -46,7 +46,13 @@ def register(ex: Exercise) -> Exercise:
 
 
 def _load_all() -> None:
-    from .cases import rmsnorm  # noqa: F401  (registers on import)
+    """Import every module of autograder.cases once: each registers its exercises on import."""
+    import importlib
+    import pkgutil
+
+    from . import cases
+    for mod in sorted(m.name for m in pkgutil.iter_modules(cases.__path__)):
+        importlib.import_module(f"{cases.__name__}.{mod}")
 
 
 def get(exercise_id: str) -> Exercise:

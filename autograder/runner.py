@@ -12,6 +12,8 @@ STUB_MARKER = "YOUR CODE HERE"
 
 
 def _source(obj) -> str:
+    if inspect.isclass(obj):  # a class written in a notebook: the source of its own methods
+        return "\n".join(_source(v) for v in vars(obj).values() if inspect.isfunction(v))
     fn = getattr(obj, "fn", obj)  # a Triton JITFunction keeps the Python function in .fn
     try:
         return inspect.getsource(fn)

@@ -9,37 +9,51 @@ from autograder.notebook import load
 
 from conftest import SOLUTION_04, STUDENT_04, run_cli, write_variant
 
-LESSON = "04_triton_rmsnorm"
+LESSONS = sorted(p.stem for p in (SOLUTION_04.parent).glob("*.ipynb"))
 
 
-def test_every_exercise_has_at_least_12_hidden_cases():
-    exercises = for_lesson(LESSON)
-    assert {ex.id for ex in exercises} == {"rmsnorm_fwd", "rmsnorm_fwd_rows", "rmsnorm_fwd_looped"}
+def _grade_cells(path):
+    nb = json.loads(path.read_text())
+    return {c["metadata"]["nbgrader"]["grade_id"]: c for c in nb["cells"]
+            if c["metadata"].get("nbgrader", {}).get("grade") and not c["metadata"]["nbgrader"]["solution"]}
+
+
+def test_lesson_04_exercises():
+    assert {ex.id for ex in for_lesson("04_triton_rmsnorm")} == {"rmsnorm_fwd", "rmsnorm_fwd_rows",
+                                                                  "rmsnorm_fwd_looped"}
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_every_exercise_has_at_least_12_hidden_cases(lesson):
+    exercises = for_lesson(lesson)
+    assert exercises, f"no exercises registered for {lesson}"
     for ex in exercises:
         assert len(ex.cases) >= 12, ex.id
 
 
-def test_grade_cell_points_match_the_registry():
-    nb = json.loads(SOLUTION_04.read_text())
-    cells = {c["metadata"]["nbgrader"]["grade_id"]: c for c in nb["cells"]
-             if c["metadata"].get("nbgrader", {}).get("grade") and not c["metadata"]["nbgrader"]["solution"]}
-    for ex in for_lesson(LESSON):
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_grade_cell_points_match_the_registry(lesson):
+    cells = _grade_cells(SOLUTION_04.parent / f"{lesson}.ipynb")
+    for ex in for_lesson(lesson):
         cell = cells[f"check_{ex.id}"]
         assert "".join(cell["source"]).strip() == f'check("{ex.id}")'
         assert cell["metadata"]["nbgrader"]["points"] == ex.points, ex.id
 
 
-def test_solutions_score_full_marks_through_the_cli():
-    report, out = run_cli(SOLUTION_04)
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_solutions_score_full_marks_through_the_cli(lesson):
+    report, out = run_cli(SOLUTION_04.parent / f"{lesson}.ipynb")
     nb = report["notebooks"][0]
     assert nb["earned"] == nb["possible"] > 0, out[-3000:]
     for ex in nb["exercises"]:
         assert ex["status"] == "graded"
+        assert not ex.get("cell_errors"), ex["cell_errors"]
         assert all(c["passed"] for c in ex["cases"]), ex["id"]
 
 
-def test_student_stubs_score_zero_and_say_not_implemented():
-    report, _ = run_cli(STUDENT_04)
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_student_stubs_score_zero_and_say_not_implemented(lesson):
+    report, _ = run_cli(STUDENT_04.parent / f"{lesson}.ipynb")
     nb = report["notebooks"][0]
     assert nb["earned"] == 0 and nb["possible"] > 0
     for ex in nb["exercises"]:

@@ -1,21 +1,38 @@
-"""Deliberately wrong implementations are rejected, with a message that points at the mistake."""
+"""Deliberately wrong implementations are rejected, with a message that points at the mistake.
+
+Mutants live per lesson in tests/mutants_NN.py: LESSON (the solution notebook's stem) and MUTANTS,
+a list of (exercise id, name, [(old, new), ...], substring expected in a failing case's message).
+"""
+import importlib
+from pathlib import Path
+
 import pytest
 
-from autograder import grade, get
+from autograder import for_lesson, get, grade
 from autograder.notebook import load
 
-from conftest import write_variant
-from mutants import MUTANTS
+from conftest import ROOT, write_variant
+
+MODULES = [importlib.import_module(p.stem) for p in sorted(Path(__file__).parent.glob("mutants_*.py"))]
+ALL = [(m.LESSON, *mutant) for m in MODULES for mutant in m.MUTANTS]
 
 
-def test_at_least_five_mutants_per_exercise():
-    for ex in ("rmsnorm_fwd", "rmsnorm_fwd_rows", "rmsnorm_fwd_looped"):
-        assert sum(m[0] == ex for m in MUTANTS) >= 5, ex
+@pytest.mark.parametrize("module", MODULES, ids=[m.LESSON for m in MODULES])
+def test_at_least_five_mutants_per_exercise(module):
+    exercises = for_lesson(module.LESSON)
+    assert exercises, f"{module.__name__}: no exercises registered for {module.LESSON}"
+    for ex in exercises:
+        assert sum(m[0] == ex.id for m in module.MUTANTS) >= 5, ex.id
 
 
-@pytest.mark.parametrize("exercise,name,edits,expect", MUTANTS, ids=[f"{m[0]}:{m[1]}" for m in MUTANTS])
-def test_mutant_rejected(tmp_path, exercise, name, edits, expect):
-    path = write_variant(tmp_path, edits)
+def test_every_lesson_has_mutants():
+    lessons = {p.stem for p in (ROOT / "solutions").glob("*.ipynb")}
+    assert lessons <= {m.LESSON for m in MODULES}, "a lesson without tests/mutants_NN.py"
+
+
+@pytest.mark.parametrize("lesson,exercise,name,edits,expect", ALL, ids=[f"{m[1]}:{m[2]}" for m in ALL])
+def test_mutant_rejected(tmp_path, lesson, exercise, name, edits, expect):
+    path = write_variant(tmp_path, edits, src=ROOT / "solutions" / f"{lesson}.ipynb")
     ns, errors = load(path)
     assert not errors, errors
     result = grade(get(exercise), ns)

@@ -19,9 +19,33 @@ def test_committed_notebooks_have_no_outputs():
                 assert cell.get("outputs") == [] and cell.get("execution_count") is None, path.name
 
 
+def _solution_only_lines(path):
+    """Lines (stripped, >= 16 chars) found inside solution regions and nowhere else in the notebook."""
+    inside, outside = set(), set()
+    for cell in json.loads(path.read_text())["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        src = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        region = False
+        for line in src.splitlines():
+            t = line.strip()
+            if t == "### BEGIN SOLUTION":
+                region = True
+            elif t == "### END SOLUTION":
+                region = False
+            elif len(t) >= 16 and not t.startswith("#"):
+                (inside if region else outside).add(t)
+    return inside - outside
+
+
 def test_student_copies_hold_no_solution():
-    for path in (ROOT / "notebooks").glob("*.ipynb"):
-        text = path.read_text()
+    for sol in (ROOT / "solutions").glob("*.ipynb"):
+        student = ROOT / "notebooks" / sol.name
+        text = student.read_text()
         assert "BEGIN SOLUTION" not in text and "END SOLUTION" not in text
-        assert "tl.rsqrt(" not in text  # the answer lines are gone
         assert "# YOUR CODE HERE" in text
+        answers = _solution_only_lines(sol)
+        assert answers, f"{sol.name}: no solution regions?"
+        code = "\n".join("".join(c["source"]) for c in json.loads(text)["cells"] if c["cell_type"] == "code")
+        leaked = [a for a in answers if a in code]
+        assert not leaked, f"{sol.name}: answer lines in the student copy: {leaked[:3]}"

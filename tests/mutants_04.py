@@ -2,7 +2,9 @@
 
 Each mutant: (exercise id, name, [(old, new), ...], substring expected in a failing case's message).
 The edits must match the solution exactly once (tests fail loudly if the solution drifts).
+Every lesson has a `tests/mutants_NN.py` like this one, naming its solution notebook in LESSON.
 """
+LESSON = "04_triton_rmsnorm"
 
 FWD_LOAD = "x = tl.load(X + row * stride_x + cols, mask=mask, other=0.0).to(tl.float32)"
 FWD_STORE = "tl.store(Y + row * stride_y + cols, y.to(Y.dtype.element_ty), mask=mask)"
