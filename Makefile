@@ -34,7 +34,7 @@ test: setup
 	$(VPY) -m pytest -q
 
 test-gpu:
-	$(RUNPY) -m pytest -q -m gpu -p no:cacheprovider
+	$(RUNPY) tools/run_gpu_tests.py
 
 bench:
 	$(RUNPY) -m benchmarks.run

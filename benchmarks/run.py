@@ -1,17 +1,42 @@
-"""make bench: time lesson 04's reference solution and its peers on this GPU.
+"""make bench: time the reference solutions of the Triton lessons and their peers on this GPU.
 
-The kernels come from solutions/04_triton_rmsnorm.ipynb (the one source), loaded without Jupyter.
-Writes benchmarks/results/<device>.json and <device>_04_rmsnorm_fwd.png; prints a table.
+The kernels come from solutions/*.ipynb (the one source), loaded without Jupyter. For each lesson,
+merges its rows into benchmarks/results/<device>.json, writes <device>_<lesson>_<op>.png, prints a table.
+    python -m benchmarks.run [--lesson 04] [--lesson 05] [--dtype bfloat16] [--n 4096]
 """
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def main() -> int:
+def _lesson_04(ns):
+    import helpers.bench_rmsnorm as mod
+    return mod, {"solution: rmsnorm (dispatch)": ns["rmsnorm"],
+                 "solution: one row/program": ns["rmsnorm_fwd"],
+                 "solution: persistent looped": ns["rmsnorm_fwd_looped"]}
+
+
+def _lesson_05(ns):
+    import helpers.bench_layernorm as mod
+    return mod, {"solution: layernorm (dispatch)": ns["layernorm"],
+                 "solution: tile (ex. 1)": ns["layernorm_fwd"],
+                 "solution: 3-pass looped (ex. 2)": ns["layernorm_fwd_fixed"],
+                 "solution: Chan looped (ex. 3)": ns["layernorm_fwd_looped"]}
+
+
+LESSONS = {"04": ("04_triton_rmsnorm", _lesson_04), "05": ("05_triton_layernorm", _lesson_05)}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.run")
+    p.add_argument("--lesson", action="append", choices=sorted(LESSONS), help="default: all")
+    p.add_argument("--dtype", action="append", help="default: bfloat16, float16, float32")
+    p.add_argument("--n", action="append", type=int, help="row lengths (default: 512 ... 65536)")
+    a = p.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     import torch
 
@@ -20,22 +45,25 @@ def main() -> int:
         return 1
     from autograder.notebook import load
     from helpers import bench
-    import helpers.bench_rmsnorm as rb
 
-    ns, errors = load(ROOT / "solutions" / "04_triton_rmsnorm.ipynb")
-    if errors:
-        print("solution notebook failed to load:", errors)
-        return 1
-    impls = {"solution: rmsnorm (dispatch)": ns["rmsnorm"],
-             "solution: one row/program": ns["rmsnorm_fwd"],
-             "solution: persistent looped": ns["rmsnorm_fwd_looped"]}
-    res = rb.run(impls, plot=False, progress=sys.stderr.isatty())
-    path = bench.save(res)
-    png = path.with_name(f"{path.stem}_04_rmsnorm_fwd.png")
-    bench.plot(res, path=png)
-    bench.print_table(res)
-    print("\nwrote", path.relative_to(ROOT), "and", png.relative_to(ROOT))
-    return 1 if res["failures"] else 0
+    status = 0
+    for key in a.lesson or sorted(LESSONS):
+        stem, pick = LESSONS[key]
+        ns, errors = load(ROOT / "solutions" / f"{stem}.ipynb")
+        if errors:
+            print(f"{stem}: solution notebook failed to load:", errors)
+            status = 1
+            continue
+        mod, impls = pick(ns)
+        res = mod.run(impls, plot=False, progress=sys.stderr.isatty(), Ns=tuple(a.n or bench.DEFAULT_NS),
+                      dtypes=tuple(a.dtype or bench.DEFAULT_DTYPES))
+        path = bench.save(res)
+        png = path.with_name(f"{path.stem}_{stem[:2]}_{mod.OP}.png")
+        bench.plot(res, path=png)
+        bench.print_table(res)
+        print("\nwrote", path.relative_to(ROOT), "and", png.relative_to(ROOT))
+        status |= 1 if res["failures"] else 0
+    return status
 
 
 if __name__ == "__main__":

@@ -115,6 +115,30 @@ def sweep(impls: dict[str, Callable], *, lesson: str, op: str, make_inputs: Call
                 datasheet_gbs=datasheet_gbs(name), rows=rows, failures=failures)
 
 
+def run_and_plot(fns: dict[str, Callable], *, lesson: str, op: str, make_inputs: Callable, n_bytes: Callable,
+                 check: Callable, byte_model: str, Ns=DEFAULT_NS, dtypes=DEFAULT_DTYPES, plot_it: bool = True,
+                 progress: bool = True) -> dict:
+    """sweep(), then say what was not timed and how bytes were counted, then plot."""
+    res = sweep(fns, lesson=lesson, op=op, make_inputs=make_inputs, n_bytes=n_bytes, check=check, Ns=Ns,
+                dtypes=dtypes, progress=progress)
+    for f in res["failures"]:
+        print("not timed (wrong output):", f)
+    print(f"bytes counted: {byte_model}; copy roofline {res['copy_gbs']:.0f} GB/s on {res['device']}")
+    if plot_it and res["rows"]:
+        plot(res)
+    return res
+
+
+def lift_recompile_limit() -> None:
+    """One compiled graph per (dtype, N) of a sweep: without this torch.compile silently falls back
+    to eager after its recompile limit (8 shapes by default)."""
+    import torch._dynamo
+
+    for knob in ("recompile_limit", "cache_size_limit"):
+        if hasattr(torch._dynamo.config, knob):
+            setattr(torch._dynamo.config, knob, 256)
+
+
 def save(results: dict, directory: Path | str = RESULTS_DIR) -> Path:
     """Merge results into <directory>/<device>.json (rows of the same lesson/op are replaced)."""
     directory = Path(directory)

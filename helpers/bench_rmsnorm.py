@@ -24,13 +24,7 @@ def composite(x, w, eps=EPS):
 
 
 def peers() -> dict[str, Callable]:
-    import torch._dynamo
-
-    # One compiled graph per (dtype, N) of the sweep: lift the recompile limit (default 8), or
-    # torch.compile silently falls back to eager after the eighth shape.
-    for knob in ("recompile_limit", "cache_size_limit"):
-        if hasattr(torch._dynamo.config, knob):
-            setattr(torch._dynamo.config, knob, 256)
+    bench.lift_recompile_limit()
     out = {
         "torch composite": lambda x, w: composite(x, w),
         "F.rms_norm": lambda x, w: torch.nn.functional.rms_norm(x, (x.shape[-1],), w, EPS),
@@ -70,14 +64,9 @@ def run(impls: dict[str, Callable], *, with_peers: bool = True, Ns=bench.DEFAULT
     fns = {name: (lambda f: (lambda x, w: f(x, w, EPS)))(f) for name, f in impls.items()}
     if with_peers:
         fns.update(peers())
-    res = bench.sweep(fns, lesson=LESSON, op=OP, make_inputs=make_inputs, n_bytes=n_bytes, check=check,
-                      Ns=Ns, dtypes=dtypes, progress=progress)
-    for f in res["failures"]:
-        print("not timed (wrong output):", f)
-    print(f"bytes counted: 2*M*N*sizeof(x) + N*sizeof(w); copy roofline {res['copy_gbs']:.0f} GB/s on {res['device']}")
-    if plot and res["rows"]:
-        bench.plot(res)
-    return res
+    return bench.run_and_plot(fns, lesson=LESSON, op=OP, make_inputs=make_inputs, n_bytes=n_bytes, check=check,
+                              byte_model="2*M*N*sizeof(x) + N*sizeof(w)", Ns=Ns, dtypes=dtypes, plot_it=plot,
+                              progress=progress)
 
 
 def show_recorded():

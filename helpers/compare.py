@@ -76,6 +76,9 @@ TOLERANCES: dict[tuple[str, torch.dtype], Tolerance] = {
     ("rmsnorm", torch.float32): Tolerance(atol=1e-5, rtol=1e-5),
     ("rmsnorm", torch.float16): Tolerance(atol=1e-3, rtol=1e-3),
     ("rmsnorm", torch.bfloat16): Tolerance(atol=8e-3, rtol=8e-3),
+    ("layernorm", torch.float32): Tolerance(atol=1e-5, rtol=1e-5),
+    ("layernorm", torch.float16): Tolerance(atol=1e-3, rtol=1e-3),
+    ("layernorm", torch.bfloat16): Tolerance(atol=8e-3, rtol=8e-3),
     ("stat", torch.float32): Tolerance(atol=1e-6, rtol=1e-5),
 }
 

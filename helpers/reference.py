@@ -8,21 +8,46 @@ from __future__ import annotations
 import torch
 
 
+def _check_ref_args(x, **params):
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
+    if x.ndim == 0 or x.shape[-1] == 0:
+        raise ValueError(f"x must have a non-empty last dimension, got shape {tuple(x.shape)}")
+    for name, p in params.items():
+        if p is not None and tuple(p.shape) != (x.shape[-1],):
+            raise ValueError(f"{name} must have shape ({x.shape[-1]},), got {tuple(p.shape)}")
+
+
 def rmsnorm_ref(x: torch.Tensor, weight: torch.Tensor | None = None, eps: float = 1e-6):
     """RMSNorm over the last dimension, in float64.
 
     y = x / sqrt(mean(x**2) + eps) * weight;  rstd = 1 / sqrt(mean(x**2) + eps)
     Returns (y, rstd): y with x's shape, rstd with x.shape[:-1], both float64.
     """
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
-    if x.ndim == 0 or x.shape[-1] == 0:
-        raise ValueError(f"x must have a non-empty last dimension, got shape {tuple(x.shape)}")
-    if weight is not None and tuple(weight.shape) != (x.shape[-1],):
-        raise ValueError(f"weight must have shape ({x.shape[-1]},), got {tuple(weight.shape)}")
+    _check_ref_args(x, weight=weight)
     xd = x.double()
     rstd = torch.rsqrt(xd.pow(2).mean(dim=-1) + eps)
     y = xd * rstd.unsqueeze(-1)
     if weight is not None:
         y = y * weight.double()
     return y, rstd
+
+
+def layernorm_ref(x: torch.Tensor, weight: torch.Tensor | None = None, bias: torch.Tensor | None = None,
+                  eps: float = 1e-5):
+    """LayerNorm over the last dimension, in float64 (biased variance, as torch.nn.LayerNorm).
+
+    mean = mean(x);  rstd = 1 / sqrt(mean((x - mean)**2) + eps);  y = (x - mean) * rstd * weight + bias
+    Returns (y, mean, rstd): y with x's shape, mean and rstd with x.shape[:-1], all float64.
+    """
+    _check_ref_args(x, weight=weight, bias=bias)
+    xd = x.double()
+    mean = xd.mean(dim=-1)
+    xc = xd - mean.unsqueeze(-1)
+    rstd = torch.rsqrt(xc.pow(2).mean(dim=-1) + eps)
+    y = xc * rstd.unsqueeze(-1)
+    if weight is not None:
+        y = y * weight.double()
+    if bias is not None:
+        y = y + bias.double()
+    return y, mean, rstd

@@ -8,13 +8,13 @@ import torch
 FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
-def check_rows_input(x, weight=None, eps: float = 1e-6, *, max_n: int | None = None,
+def check_rows_input(x, weight=None, eps: float = 1e-6, *, bias=None, max_n: int | None = None,
                      what: str = "kernel") -> tuple[int, int]:
     """Validate a row-wise norm's inputs; return (M, N): rows and row length.
 
     x: fp32/fp16/bf16 tensor, at least 1-D, last dimension contiguous (stride 1), on the device
     Triton runs on (the GPU, or the CPU under the interpreter). weight: None or a float tensor of
-    shape (N,) on the same device. eps: a finite float >= 0. max_n: the largest N the kernel
+    shape (N,) on the same device; bias (LayerNorm) the same. eps: a finite float >= 0. max_n: the largest N the kernel
     handles in one block.
     """
     from .env import device
@@ -34,17 +34,19 @@ def check_rows_input(x, weight=None, eps: float = 1e-6, *, max_n: int | None = N
     want = device()
     if x.device.type != want:
         raise ValueError(f"x is on {x.device}, but Triton runs on {want} here: move it with x.to('{want}')")
-    if weight is not None:
-        if not isinstance(weight, torch.Tensor):
-            raise TypeError(f"weight must be a torch.Tensor or None, got {type(weight).__name__}")
-        if tuple(weight.shape) != (N,):
-            raise ValueError(f"weight must have shape ({N},) to match x's last dimension, got {tuple(weight.shape)}")
-        if weight.dtype not in FLOAT_DTYPES:
-            raise TypeError(f"weight must be float32, float16 or bfloat16, got {weight.dtype}")
-        if weight.device != x.device:
-            raise ValueError(f"weight is on {weight.device} but x is on {x.device}")
-        if N > 1 and weight.stride(0) != 1:
-            raise ValueError("weight must be contiguous: pass weight.contiguous()")
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is None:
+            continue
+        if not isinstance(p, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor or None, got {type(p).__name__}")
+        if tuple(p.shape) != (N,):
+            raise ValueError(f"{name} must have shape ({N},) to match x's last dimension, got {tuple(p.shape)}")
+        if p.dtype not in FLOAT_DTYPES:
+            raise TypeError(f"{name} must be float32, float16 or bfloat16, got {p.dtype}")
+        if p.device != x.device:
+            raise ValueError(f"{name} is on {p.device} but x is on {x.device}")
+        if N > 1 and p.stride(0) != 1:
+            raise ValueError(f"{name} must be contiguous: pass {name}.contiguous()")
     if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not math.isfinite(eps) or eps < 0:
         raise ValueError(f"eps must be a finite number >= 0, got {eps!r}")
     if max_n is not None and N > max_n:

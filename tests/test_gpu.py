@@ -5,7 +5,7 @@ Only the lessons with GPU kernels (Triton, CUDA C) are run here; lessons 01-02 a
 import pytest
 
 from conftest import ROOT, run_cli, write_variant
-from test_mutants import ALL
+from test_mutants import ALL, _id
 
 pytestmark = pytest.mark.gpu
 
@@ -31,7 +31,7 @@ def test_stubs_zero_on_gpu(lesson):
 
 
 @pytest.mark.parametrize("lesson,exercise,name,edits,expect", GPU_MUTANTS,
-                         ids=[f"{m[1]}:{m[2]}" for m in GPU_MUTANTS])
+                         ids=[_id(m) for m in GPU_MUTANTS])
 def test_mutants_rejected_on_gpu(tmp_path, lesson, exercise, name, edits, expect):
     from autograder import get, grade
     from autograder.notebook import load

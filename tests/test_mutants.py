@@ -4,6 +4,7 @@ Mutants live per lesson in tests/mutants_NN.py: LESSON (the solution notebook's 
 a list of (exercise id, name, [(old, new), ...], substring expected in a failing case's message).
 """
 import importlib
+import re
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,11 @@ from conftest import ROOT, write_variant
 
 MODULES = [importlib.import_module(p.stem) for p in sorted(Path(__file__).parent.glob("mutants_*.py"))]
 ALL = [(m.LESSON, *mutant) for m in MODULES for mutant in m.MUTANTS]
+
+
+def _id(m) -> str:
+    """A test id that is safe to pass back to pytest as a node id: exercise:mutant name."""
+    return re.sub(r"[^\w:=+-]+", "_", f"{m[1]}:{m[2]}")
 
 
 @pytest.mark.parametrize("module", MODULES, ids=[m.LESSON for m in MODULES])
@@ -30,7 +36,7 @@ def test_every_lesson_has_mutants():
     assert lessons <= {m.LESSON for m in MODULES}, "a lesson without tests/mutants_NN.py"
 
 
-@pytest.mark.parametrize("lesson,exercise,name,edits,expect", ALL, ids=[f"{m[1]}:{m[2]}" for m in ALL])
+@pytest.mark.parametrize("lesson,exercise,name,edits,expect", ALL, ids=[_id(m) for m in ALL])
 def test_mutant_rejected(tmp_path, lesson, exercise, name, edits, expect):
     path = write_variant(tmp_path, edits, src=ROOT / "solutions" / f"{lesson}.ipynb")
     ns, errors = load(path)

@@ -1,139 +1,15 @@
-"""Hidden cases of lesson 04 (Triton fused RMSNorm forward).
-
-Every case builds its inputs from a fixed seed, places them in NaN-guarded buffers, runs the
-student's launcher inside `student_call()` and compares y and rstd with the float64 reference.
-"""
+"""Hidden cases of lesson 04 (Triton fused RMSNorm forward); the machinery is in autograder/rowcases.py."""
 from __future__ import annotations
-
-from dataclasses import dataclass, field
 
 import torch
 
-from helpers.compare import compare, tolerance_for
-from helpers.env import device, on_gpu
-from helpers.reference import rmsnorm_ref
-
-from ..harness import guarded_input, student_call
-from ..registry import Case, Exercise, register
+from ..rowcases import RMSNORM, Spec, exercise
 
 LESSON = "04_triton_rmsnorm"
 
 
-@dataclass
-class Spec:
-    name: str
-    shape: tuple
-    dtype: torch.dtype = torch.float32
-    eps: float = 1e-6
-    weight: str = "randn"          # randn | none | fp32 (fp32 weight with a low-precision x)
-    scale: float = 1.0
-    offset: float = 0.0
-    zero_rows: tuple = ()
-    const: float | None = None
-    row_pad: int = 0
-    kwargs: dict = field(default_factory=dict)
-    bad: str | None = None         # weight_shape | int_dtype | last_dim_stride | too_long | kwarg
-    seed: int = 0
-
-
-def _inputs(s: Spec):
-    g = torch.Generator().manual_seed(1000 + s.seed)
-    x = torch.randn(s.shape, generator=g) * s.scale + s.offset
-    if s.const is not None:
-        x.fill_(s.const)
-    if s.zero_rows:
-        x.view(-1, s.shape[-1])[list(s.zero_rows)] = 0.0
-    x = x.to(s.dtype).to(device())
-    N = s.shape[-1]
-    w = None
-    if s.weight != "none":
-        w = (torch.randn(N, generator=g) * 0.5 + 1.0)
-        w = w.to(torch.float32 if s.weight == "fp32" else s.dtype).to(device())
-    return x, w
-
-
-def _sync():
-    if on_gpu():
-        torch.cuda.synchronize()
-
-
-def _call(fn, x, w, eps, kwargs):
-    with student_call() as spy:
-        out = fn(x, w, eps, **kwargs)
-        _sync()
-    return out, spy
-
-
-def _judge_run(ex: Exercise, s: Spec, fn) -> tuple[bool, str]:
-    x0, w0 = _inputs(s)
-    x = guarded_input(x0, s.row_pad)
-    w = None if w0 is None else guarded_input(w0)
-    x_before = x.clone()
-    out, spy = _call(fn, x, w, s.eps, s.kwargs)
-    if spy.forbidden:
-        return False, (f"called {spy.forbidden[0]}: this exercise is about writing the kernel; "
-                       f"launch {ex.kernels[0]} instead (scores zero)")
-    if not any(spy.launches.get(k) for k in ex.kernels):
-        return False, (f"no Triton kernel was launched: {ex.functions[0]} must launch "
-                       f"{' or '.join(ex.kernels)} (a PyTorch composite scores zero)")
-    if not (isinstance(out, tuple) and len(out) == 2):
-        got = "None" if out is None else type(out).__name__
-        return False, f"must return a tuple (y, rstd), got {got}"
-    oob = spy.oob_report()
-    if oob:
-        return False, oob
-    if not torch.equal(x, x_before):
-        return False, "modified its input x: write only into y and rstd"
-    y, rstd = out
-    y_ref, rstd_ref = rmsnorm_ref(x0, w0, s.eps)
-    r = compare(y, y_ref, tolerance_for("rmsnorm", s.dtype), name="y", dtype=s.dtype, device=device())
-    if not r:
-        return False, r.message
-    r2 = compare(rstd, rstd_ref, tolerance_for("stat", torch.float32), name="rstd", dtype=torch.float32,
-                 device=device())
-    if not r2:
-        return False, r2.message + " (rstd = 1/sqrt(mean(x^2) + eps), one float32 per row)"
-    return True, f"ok (max abs err y {r.max_abs_err:.1e}, rstd {r2.max_abs_err:.1e})"
-
-
-def _judge_bad(ex: Exercise, s: Spec, fn) -> tuple[bool, str]:
-    # First a valid call must work: an untouched stub must not earn points for the given validation.
-    ok, msg = _judge_run(ex, Spec(name="sanity", shape=(3, 33), seed=s.seed), fn)
-    if not ok:
-        return False, f"a valid call failed first: {msg}"
-    x, w = _inputs(Spec(name="bad", shape=s.shape, dtype=s.dtype, seed=s.seed))
-    kwargs = dict(s.kwargs)
-    if s.bad == "weight_shape":
-        w = torch.ones(s.shape[-1] + 1, dtype=x.dtype, device=x.device)
-    elif s.bad == "int_dtype":
-        x = torch.ones(s.shape, dtype=torch.int32, device=x.device)
-    elif s.bad == "last_dim_stride":
-        x = x.t()  # the last dimension now has stride != 1
-    try:
-        with student_call():
-            fn(x, w, s.eps, **kwargs)
-            _sync()
-    except (ValueError, TypeError) as e:
-        return True, f"ok: {type(e).__name__}: {str(e)[:90]}"
-    except Exception as e:
-        return False, (f"raised {type(e).__name__} from deep inside; validate first and raise a clear "
-                       f"ValueError/TypeError (helpers.check_rows_input does it)")
-    return False, "accepted bad input without an error: validate before launching (helpers.check_rows_input)"
-
-
-def _case(ex: Exercise, s: Spec) -> Case:
-    entry = ex.functions[0]
-
-    def run(ns):
-        fn = ns[entry]
-        return (_judge_bad if s.bad else _judge_run)(ex, s, fn)
-    return Case(s.name, run)
-
-
-def _exercise(id, title, functions, kernels, specs) -> Exercise:
-    ex = Exercise(id=id, lesson=LESSON, title=title, functions=functions, kernels=kernels)
-    ex.cases = [_case(ex, s) for s in specs]
-    return register(ex)
+def _exercise(id, title, functions, kernels, specs):
+    return exercise(LESSON, RMSNORM, id, title, functions, kernels, specs)
 
 
 F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16

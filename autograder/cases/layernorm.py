@@ -1,0 +1,82 @@
+"""Hidden cases of lesson 05 (Triton fused LayerNorm forward); the machinery is in autograder/rowcases.py."""
+from __future__ import annotations
+
+import torch
+
+from ..rowcases import LAYERNORM, Spec, exercise
+
+LESSON = "05_triton_layernorm"
+F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
+BIG_MEAN = ("These rows have mean 1e4: E[x^2] - E[x]^2 in fp32 cancels every digit of a variance of 1 "
+            "(catastrophic cancellation, lesson 02); subtract the mean first (two-pass or Chan's merge)")
+TILE, FIXED, LOOPED = "_layernorm_fwd_kernel", "_layernorm_fwd_fixed_kernel", "_layernorm_fwd_looped_kernel"
+
+COMMON = [
+    Spec("1x1: a single element (y = bias)", (1, 1), eps=1e-5),
+    Spec("N=7, one row (N not a power of two)", (1, 7), eps=1e-5, seed=1),
+    Spec("1823x781 fp32", (1823, 781), eps=1e-5, seed=2),
+    Spec("257x781 fp16", (257, 781), F16, eps=1e-5, seed=3),
+    Spec("64x1151 bf16, fp32 weight and bias", (64, 1151), BF16, weight="fp32", eps=1e-5, seed=4),
+    Spec("rows with mean 1e4, std 1 (one-pass variance fails)", (64, 1600), offset=1e4, eps=1e-5, atol=1e-2,
+         hint=BIG_MEAN, seed=5),
+    Spec("fp16 whose squares overflow fp16 (|x|~300)", (33, 1600), F16, scale=300.0, eps=1e-5, seed=6),
+    Spec("eps matters: |x|~1e-3, eps=1e-3", (16, 500), eps=1e-3, scale=1e-3, seed=7),
+    Spec("zero rows (y = bias, rstd = 1/sqrt(eps))", (9, 100), zero_rows=(2, 5), eps=1e-5, seed=8),
+    Spec("constant rows x = 1e4 (variance exactly 0)", (8, 333), const=1e4, eps=1e-5, seed=9),
+    Spec("3-D input (4, 9, 300) bf16", (4, 9, 300), BF16, eps=1e-5, seed=10),
+    Spec("non-contiguous rows (row stride N+37)", (50, 781), row_pad=37, eps=1e-5, seed=11),
+    Spec("no weight, no bias, N=4097 fp16", (6, 4097), F16, weight="none", eps=1e-5, seed=12),
+    Spec("weight but no bias, N=2000 bf16", (10, 2000), BF16, bias=False, eps=1e-5, seed=13),
+    Spec("1-D input: a single row of 640", (640,), eps=1e-5, seed=14),
+    Spec("bad input: weight of the wrong shape", (4, 64), bad="weight_shape", seed=15),
+    Spec("bad input: bias of the wrong shape", (4, 64), bad="bias_shape", seed=16),
+    Spec("bad input: integer x", (4, 64), bad="int_dtype", seed=17),
+    Spec("bad input: last dim not contiguous", (64, 8), bad="last_dim_stride", seed=18),
+]
+
+LONG = [
+    Spec("block_n=256, N=1000 (a partial last chunk)", (12, 1000), eps=1e-5, kwargs={"block_n": 256}, seed=40),
+    Spec("block_n=1024, N=4097 (one element in the last chunk)", (5, 4097), F16, eps=1e-5,
+         kwargs={"block_n": 1024}, seed=41),
+    Spec("block_n=128, mean 1e4 over 40 chunks", (4, 5000), offset=1e4, eps=1e-5, atol=1e-2,
+         hint=BIG_MEAN, kwargs={"block_n": 128}, seed=42),
+    Spec("N=131072 bf16 (longer than any single block)", (2, 131072), BF16, eps=1e-5, seed=43),
+    Spec("bad input: block_n=1000 (not a power of two)", (3, 2000), kwargs={"block_n": 1000}, bad="kwarg",
+         seed=44),
+]
+
+exercise(LESSON, LAYERNORM, "layernorm_fwd", "LayerNorm forward: a tile of rows in registers",
+         ("layernorm_fwd", TILE), (TILE,),
+         COMMON + [
+             Spec("N=65536, the largest single block", (2, 65536), eps=1e-5, seed=20),
+             Spec("bad input: N=65537 is too long for one block", (2, 65537), bad="too_long", seed=21),
+             Spec("rows_per_program=4, M=5 (last program half empty)", (5, 33), eps=1e-5,
+                  kwargs={"rows_per_program": 4}, seed=22),
+             Spec("rows_per_program=16, N=1, M=37", (37, 1), eps=1e-5, kwargs={"rows_per_program": 16}, seed=23),
+             Spec("rows_per_program=2, bf16 300x512, strided", (300, 512), BF16, row_pad=8, eps=1e-5,
+                  kwargs={"rows_per_program": 2}, seed=24),
+         ])
+
+exercise(LESSON, LAYERNORM, "layernorm_fwd_fixed", "LayerNorm forward: the repaired three-pass looped kernel",
+         ("layernorm_fwd_fixed", FIXED), (FIXED,), COMMON + LONG)
+
+exercise(LESSON, LAYERNORM, "layernorm_fwd_looped", "LayerNorm forward: two passes with Chan's merge",
+         ("layernorm_fwd_looped", LOOPED), (LOOPED,), COMMON + LONG)
+
+exercise(LESSON, LAYERNORM, "layernorm", "LayerNorm forward: a dispatcher for every N",
+         ("layernorm",), (TILE, LOOPED),
+         [s for s in COMMON if not s.bad] + [
+             Spec("N=512 bf16 (1 KB rows) goes to the tile kernel", (64, 512), BF16, eps=1e-5, launches=TILE,
+                  seed=50),
+             Spec("N=1024 fp32 (4 KB rows) goes to the looped kernel", (16, 1024), eps=1e-5, launches=LOOPED,
+                  seed=51),
+             Spec("N=512 fp32 (2 KB rows) goes to the looped kernel", (8, 512), eps=1e-5, launches=LOOPED,
+                  seed=55),
+             Spec("eps=1e-2 reaches the looped kernel (4 KB rows, |x|~0.1)", (4, 1024), eps=1e-2, scale=0.1,
+                  launches=LOOPED, seed=56),
+             Spec("N=16384 fp32 (64 KB rows) goes to the tile kernel", (2, 16384), eps=1e-5, launches=TILE,
+                  seed=52),
+             Spec("N=70000 goes to the looped kernel", (2, 70000), eps=1e-5, launches=LOOPED, seed=53),
+             Spec("N=131072 bf16, mean 1e4, goes to the looped kernel", (2, 131072), BF16, offset=1e4, eps=1e-5,
+                  launches=LOOPED, seed=54),
+         ])

@@ -1,0 +1,168 @@
+"""Hidden-case machinery shared by the row-wise norm lessons (04 RMSNorm, 05 LayerNorm).
+
+Every case builds its inputs from a fixed seed, places them in NaN-guarded buffers, runs the
+student's launcher inside `student_call()` and compares every output with the float64 reference.
+An `Op` says how to call the launcher, what it returns and how to judge each output.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+
+from helpers.compare import Tolerance, compare, tolerance_for
+from helpers.env import device, on_gpu
+from helpers.reference import layernorm_ref, rmsnorm_ref
+
+from .harness import guarded_input, student_call
+from .registry import Case, Exercise, register
+
+
+@dataclass
+class Spec:
+    name: str
+    shape: tuple
+    dtype: torch.dtype = torch.float32
+    eps: float = 1e-6
+    weight: str = "randn"          # randn | none | fp32 (fp32 weight with a low-precision x)
+    bias: bool = True              # LayerNorm only: pass a bias
+    scale: float = 1.0
+    offset: float = 0.0
+    zero_rows: tuple = ()
+    const: float | None = None
+    row_pad: int = 0
+    kwargs: dict = field(default_factory=dict)
+    bad: str | None = None         # weight_shape | int_dtype | last_dim_stride | too_long | kwarg
+    seed: int = 0
+    atol: float | None = None      # a looser y tolerance where fp32 rounding of x itself dominates
+    launches: str | None = None    # the kernel this call must launch (dispatcher exercises)
+    hint: str = ""                 # said after any numeric failure of this case
+
+
+@dataclass
+class Op:
+    name: str                                   # tolerance key: rmsnorm | layernorm
+    outputs: tuple[str, ...]                    # ("y", "rstd") or ("y", "mean", "rstd")
+    call: Callable                              # call(fn, x, w, b, eps, kwargs) -> out
+    ref: Callable                               # ref(x, w, b, eps) -> float64 outputs
+    stat_hints: dict = field(default_factory=dict)
+
+
+RMSNORM = Op("rmsnorm", ("y", "rstd"),
+             call=lambda fn, x, w, b, eps, kw: fn(x, w, eps, **kw),
+             ref=lambda x, w, b, eps: rmsnorm_ref(x, w, eps),
+             stat_hints={"rstd": "rstd = 1/sqrt(mean(x^2) + eps), one float32 per row"})
+LAYERNORM = Op("layernorm", ("y", "mean", "rstd"),
+               call=lambda fn, x, w, b, eps, kw: fn(x, w, b, eps, **kw),
+               ref=layernorm_ref,
+               stat_hints={"mean": "mean = sum(x)/N over the N real elements, one float32 per row",
+                           "rstd": "rstd = 1/sqrt(sum((x-mean)^2)/N + eps): biased variance, one float32 per row"})
+
+
+def make_inputs(s: Spec, op: Op):
+    g = torch.Generator().manual_seed(1000 + s.seed)
+    x = torch.randn(s.shape, generator=g) * s.scale + s.offset
+    if s.const is not None:
+        x.fill_(s.const)
+    if s.zero_rows:
+        x.view(-1, s.shape[-1])[list(s.zero_rows)] = 0.0
+    x = x.to(s.dtype).to(device())
+    N = s.shape[-1]
+    w = b = None
+    pdtype = torch.float32 if s.weight == "fp32" else s.dtype
+    if s.weight != "none":
+        w = (torch.randn(N, generator=g) * 0.5 + 1.0).to(pdtype).to(device())
+    if op is LAYERNORM and s.bias and s.weight != "none":
+        b = (torch.randn(N, generator=g) * 0.5).to(pdtype).to(device())
+    return x, w, b
+
+
+def _sync():
+    if on_gpu():
+        torch.cuda.synchronize()
+
+
+def judge_run(ex: Exercise, s: Spec, fn, op: Op) -> tuple[bool, str]:
+    x0, w0, b0 = make_inputs(s, op)
+    x = guarded_input(x0, s.row_pad)
+    w = None if w0 is None else guarded_input(w0)
+    b = None if b0 is None else guarded_input(b0)
+    x_before = x.clone()
+    with student_call() as spy:
+        out = op.call(fn, x, w, b, s.eps, s.kwargs)
+        _sync()
+    if spy.forbidden:
+        return False, (f"called {spy.forbidden[0]}: this exercise is about writing the kernel; "
+                       f"launch {ex.kernels[0]} instead (scores zero)")
+    if not any(spy.launches.get(k) for k in ex.kernels):
+        return False, (f"no Triton kernel was launched: {ex.functions[0]} must launch "
+                       f"{' or '.join(ex.kernels)} (a PyTorch composite scores zero)")
+    if s.launches and not spy.launches.get(s.launches):
+        ran = ", ".join(sorted(k for k in spy.launches if spy.launches[k])) or "nothing"
+        return False, f"for N={s.shape[-1]} the dispatcher should launch {s.launches}; it launched {ran}"
+    n_out = len(op.outputs)
+    if not (isinstance(out, tuple) and len(out) == n_out):
+        got = "None" if out is None else type(out).__name__ + (f" of {len(out)}" if isinstance(out, tuple) else "")
+        return False, f"must return a tuple ({', '.join(op.outputs)}), got {got}"
+    oob = spy.oob_report()
+    if oob:
+        return False, oob
+    if not torch.equal(x, x_before):
+        return False, f"modified its input x: write only into {', '.join(op.outputs)}"
+    refs = op.ref(x0, w0, b0, s.eps)
+    errs = []
+    for name, got, ref in zip(op.outputs, out, refs):
+        if name == "y":
+            tol = tolerance_for(op.name, s.dtype)
+            if s.atol is not None:
+                tol = Tolerance(atol=max(tol.atol, s.atol), rtol=tol.rtol)
+            r = compare(got, ref, tol, name="y", dtype=s.dtype, device=device())
+        else:
+            r = compare(got, ref, tolerance_for("stat", torch.float32), name=name, dtype=torch.float32,
+                        device=device())
+        if not r:
+            hint = op.stat_hints.get(name)
+            return False, r.message + (f" ({hint})" if hint else "") + (f". {s.hint}" if s.hint else "")
+        errs.append(f"{name} {r.max_abs_err:.1e}")
+    return True, "ok (max abs err " + ", ".join(errs) + ")"
+
+
+def judge_bad(ex: Exercise, s: Spec, fn, op: Op) -> tuple[bool, str]:
+    # First a valid call must work: an untouched stub must not earn points for the given validation.
+    ok, msg = judge_run(ex, Spec(name="sanity", shape=(3, 33), seed=s.seed), fn, op)
+    if not ok:
+        return False, f"a valid call failed first: {msg}"
+    x, w, b = make_inputs(Spec(name="bad", shape=s.shape, dtype=s.dtype, seed=s.seed), op)
+    if s.bad == "weight_shape":
+        w = torch.ones(s.shape[-1] + 1, dtype=x.dtype, device=x.device)
+    elif s.bad == "bias_shape":
+        b = torch.ones(s.shape[-1] - 1, dtype=x.dtype, device=x.device)
+    elif s.bad == "int_dtype":
+        x = torch.ones(s.shape, dtype=torch.int32, device=x.device)
+    elif s.bad == "last_dim_stride":
+        x = x.t()  # the last dimension now has stride != 1
+    try:
+        with student_call():
+            op.call(fn, x, w, b, s.eps, dict(s.kwargs))
+            _sync()
+    except (ValueError, TypeError) as e:
+        return True, f"ok: {type(e).__name__}: {str(e)[:90]}"
+    except Exception as e:
+        return False, (f"raised {type(e).__name__} from deep inside; validate first and raise a clear "
+                       f"ValueError/TypeError (helpers.check_rows_input does it)")
+    return False, "accepted bad input without an error: validate before launching (helpers.check_rows_input)"
+
+
+def exercise(lesson: str, op: Op, id: str, title: str, functions: tuple, kernels: tuple, specs: list[Spec]):
+    """Register an exercise whose cases call functions[0] on each Spec."""
+    ex = Exercise(id=id, lesson=lesson, title=title, functions=functions, kernels=kernels)
+    entry = functions[0]
+
+    def case(s: Spec) -> Case:
+        def run(ns):
+            return (judge_bad if s.bad else judge_run)(ex, s, ns[entry], op)
+        return Case(s.name, run)
+
+    ex.cases = [case(s) for s in specs]
+    return register(ex)

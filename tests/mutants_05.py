@@ -1,0 +1,71 @@
+"""Deliberately wrong versions of the lesson 05 solution (see tests/mutants_04.py for the format)."""
+LESSON = "05_triton_layernorm"
+
+TILE_STORE_MEAN = "    tl.store(MEAN + rows, mean, mask=row_mask)\n"
+FIXED_STORE = "tl.store(y_row + cols, y.to(Y.dtype.element_ty), mask=cols < N)"
+LOOPED_STORE = "tl.store(y_row + cols, y.to(Y.dtype.element_ty), mask=mask)"
+DISPATCH = "    if N <= 32768 and not 2048 <= row_bytes <= 16384:\n        return layernorm_fwd(x, weight, bias, eps)\n"
+
+MUTANTS = [
+    # --- layernorm_fwd: a tile of rows in registers
+    ("layernorm_fwd", "mean over BLOCK_N instead of N",
+     [("mean = tl.sum(x, axis=1) / N", "mean = tl.sum(x, axis=1) / BLOCK_N")], "mean"),
+    ("layernorm_fwd", "masked lanes included in the variance",
+     [("xc = tl.where(mask, x - mean[:, None], 0.0)", "xc = x - mean[:, None]")], "rstd"),
+    ("layernorm_fwd", "unbiased variance (N - 1)",
+     [("rstd = tl.rsqrt(tl.sum(xc * xc, axis=1) / N + eps)", "rstd = tl.rsqrt(tl.sum(xc * xc, axis=1) / (N - 1) + eps)")],
+     "biased variance"),
+    ("layernorm_fwd", "one-pass variance E[x^2] - E[x]^2",
+     [("rstd = tl.rsqrt(tl.sum(xc * xc, axis=1) / N + eps)",
+       "rstd = tl.rsqrt(tl.sum(x * x, axis=1) / N - mean * mean + eps)")], "cancellation"),
+    ("layernorm_fwd", "mean never stored", [(TILE_STORE_MEAN, "")], "never written"),
+    ("layernorm_fwd", "ignores the row stride",
+     [("M, x2.stride(0), y.stride(0), eps, N=N,\n        BLOCK_M=BLOCK_M", "M, N, N, eps, N=N,\n        BLOCK_M=BLOCK_M")],
+     "row stride"),
+    # --- layernorm_fwd_fixed: each of the seed's bugs put back
+    ("layernorm_fwd_fixed", "mean divided by BLOCK_N",
+     [("mean = tl.sum(acc, axis=0) / N", "mean = tl.sum(acc, axis=0) / BLOCK_N")], "mean"),
+    ("layernorm_fwd_fixed", "padded lanes in the variance",
+     [("d = tl.where(cols < N, x - mean, 0.0)", "d = x - mean")], "rstd"),
+    ("layernorm_fwd_fixed", "last chunk stored without a mask",
+     [(FIXED_STORE, "tl.store(y_row + cols, y.to(Y.dtype.element_ty))")], "out of bounds"),
+    ("layernorm_fwd_fixed", "rstd never stored",
+     [(FIXED_STORE + "\n    tl.store(MEAN + row, mean)\n    tl.store(RSTD + row, rstd)\n",
+       FIXED_STORE + "\n    tl.store(MEAN + row, mean)\n")], "never written"),
+    ("layernorm_fwd_fixed", "eps outside the sqrt",
+     [("acc += d * d\n    rstd = 1.0 / tl.sqrt(tl.sum(acc, axis=0) / N + eps)",
+       "acc += d * d\n    rstd = 1.0 / tl.sqrt(tl.sum(acc, axis=0) / N) + eps")],
+     "rstd"),
+    ("layernorm_fwd_fixed", "row stride ignored",
+     [("### BEGIN SOLUTION\n    row = tl.program_id(0).to(tl.int64)\n    x_row = X + row * stride_x",
+       "### BEGIN SOLUTION\n    row = tl.program_id(0).to(tl.int64)\n    x_row = X + row * N")], "row stride"),
+    # --- layernorm_fwd_looped: two passes, Chan's merge
+    ("layernorm_fwd_looped", "Chan merge without the between-chunk term",
+     [("m2 = m2 + m2_c + delta * delta * (n * n_c / n_new)", "m2 = m2 + m2_c")], "rstd"),
+    ("layernorm_fwd_looped", "Chan merge with equal weights",
+     [("mean = mean + delta * (n_c / n_new)", "mean = mean + delta * 0.5")], "mean"),
+    ("layernorm_fwd_looped", "chunk tail dropped (last chunk counted as full)",
+     [("n_c = tl.minimum(N - off, BLOCK_N).to(tl.float32)", "n_c = BLOCK_N * 1.0")], "mean"),
+    ("layernorm_fwd_looped", "masked lanes in a chunk's M2",
+     [("d = tl.where(mask, x - mean_c, 0.0)", "d = x - mean_c")], "rstd"),
+    ("layernorm_fwd_looped", "unbiased variance (N - 1)",
+     [("rstd = tl.rsqrt(m2 / N + eps)", "rstd = tl.rsqrt(m2 / (N - 1) + eps)")], "biased variance"),
+    ("layernorm_fwd_looped", "no mask on the store",
+     [(LOOPED_STORE, "tl.store(y_row + cols, y.to(Y.dtype.element_ty))")], "out of bounds"),
+    # --- layernorm: the dispatcher
+    ("layernorm", "always the tile kernel",
+     [(DISPATCH, "    if True:\n        return layernorm_fwd(x, weight, bias, eps)\n")], "too large"),
+    ("layernorm", "always the looped kernel",
+     [(DISPATCH, "    if False:\n        return layernorm_fwd(x, weight, bias, eps)\n")], "should launch"),
+    ("layernorm", "forgets the bias on short rows",
+     [(DISPATCH, DISPATCH.replace("(x, weight, bias, eps)", "(x, weight, None, eps)"))], ""),
+    ("layernorm", "drops eps on the looped path",
+     [("    return layernorm_fwd_looped(x, weight, bias, eps)\n", "    return layernorm_fwd_looped(x, weight, bias)\n")],
+     ""),
+    ("layernorm", "crossover by N instead of bytes per row",
+     [(DISPATCH, "    if N <= 32768 and not 1024 <= N <= 8192:\n        return layernorm_fwd(x, weight, bias, eps)\n")],
+     "should launch"),
+    ("layernorm", "calls F.layer_norm",
+     [(DISPATCH, "    if N <= 32768:\n        return (torch.nn.functional.layer_norm(x, x.shape[-1:], weight, bias,"
+                 " eps),) + layernorm_fwd(x, weight, bias, eps)[1:]\n")], "layer_norm"),
+]
