@@ -36,6 +36,7 @@ class Spec:
     bad: str | None = None         # weight_shape | int_dtype | last_dim_stride | too_long | kwarg
     seed: int = 0
     atol: float | None = None      # a looser y tolerance where fp32 rounding of x itself dominates
+    stat_rtol: float | None = None # a looser mean/rstd tolerance (rows with a large mean, many chunk merges)
     launches: str | None = None    # the kernel this call must launch (dispatcher exercises)
     hint: str = ""                 # said after any numeric failure of this case
 
@@ -119,8 +120,10 @@ def judge_run(ex: Exercise, s: Spec, fn, op: Op) -> tuple[bool, str]:
                 tol = Tolerance(atol=max(tol.atol, s.atol), rtol=tol.rtol)
             r = compare(got, ref, tol, name="y", dtype=s.dtype, device=device())
         else:
-            r = compare(got, ref, tolerance_for("stat", torch.float32), name=name, dtype=torch.float32,
-                        device=device())
+            tol = tolerance_for("stat", torch.float32)
+            if s.stat_rtol is not None:
+                tol = Tolerance(atol=tol.atol, rtol=max(tol.rtol, s.stat_rtol))
+            r = compare(got, ref, tol, name=name, dtype=torch.float32, device=device())
         if not r:
             hint = op.stat_hints.get(name)
             return False, r.message + (f" ({hint})" if hint else "") + (f". {s.hint}" if s.hint else "")

@@ -190,7 +190,7 @@ def _error_hint(act: torch.Tensor, exp: torch.Tensor, bad: torch.Tensor) -> str:
     a, e, b = _rows(act), _rows(exp), _rows(bad)
     n_cols = a.shape[1]
     bad_rows = b.any(dim=1)
-    if n_cols > 1 and bad_rows.any():
+    if act.ndim >= 2 and n_cols > 1 and bad_rows.any():  # 1-D: one value per row, no columns to blame
         first_bad_col = torch.where(b.any(dim=0))[0]
         if len(first_bad_col) and int(first_bad_col[0]) > 0 and bool(b[:, 0].logical_not().all()):
             c = int(first_bad_col[0])

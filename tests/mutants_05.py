@@ -20,7 +20,7 @@ MUTANTS = [
        "rstd = tl.rsqrt(tl.sum(x * x, axis=1) / N - mean * mean + eps)")], "cancellation"),
     ("layernorm_fwd", "mean never stored", [(TILE_STORE_MEAN, "")], "never written"),
     ("layernorm_fwd", "ignores the row stride",
-     [("M, x2.stride(0), y.stride(0), eps, N=N,\n        BLOCK_M=BLOCK_M", "M, N, N, eps, N=N,\n        BLOCK_M=BLOCK_M")],
+     [("M, N, x2.stride(0), y.stride(0), eps,\n        BLOCK_M=BLOCK_M", "M, N, N, N, eps,\n        BLOCK_M=BLOCK_M")],
      "row stride"),
     # --- layernorm_fwd_fixed: each of the seed's bugs put back
     ("layernorm_fwd_fixed", "mean divided by BLOCK_N",
