@@ -143,8 +143,36 @@ def test_bench_save_merge_and_show_recorded(tmp_path):
     assert bench.rmsnorm_fwd_bytes(2, 4, 2, 4) == 2 * 2 * 4 * 2 + 16
 
 
-def test_recorded_results_exist_for_lesson_04():
-    found = bench.load_recorded("04_triton_rmsnorm", "rmsnorm_fwd")
-    assert found, "benchmarks/results/ has no lesson 04 results: run `make bench` on a GPU"
-    impls = {r["impl"] for r in found[0]["rows"]}
-    assert {"torch composite", "F.rms_norm", "torch.compile"} <= impls
+@pytest.mark.parametrize("lesson,op,peers", [
+    ("04_triton_rmsnorm", "rmsnorm_fwd", {"torch composite", "F.rms_norm", "torch.compile"}),
+    ("05_triton_layernorm", "layernorm_fwd", {"F.layer_norm", "torch.compile"}),
+])
+def test_recorded_results_exist(lesson, op, peers):
+    found = bench.load_recorded(lesson, op)
+    assert found, f"benchmarks/results/ has no {lesson} results: run `make bench` on a GPU"
+    for res in found:
+        impls = {r["impl"] for r in res["rows"]}
+        assert peers <= impls, res["device"]
+        assert any(i.startswith("solution") for i in impls)
+
+
+def test_layernorm_ref_matches_torch_and_returns_stats():
+    from helpers.reference import layernorm_ref
+
+    x = torch.randn(3, 5, 7, dtype=torch.float64) * 2 + 10
+    w, b = torch.randn(7, dtype=torch.float64), torch.randn(7, dtype=torch.float64)
+    y, mean, rstd = layernorm_ref(x, w, b, 1e-5)
+    assert torch.allclose(y, torch.nn.functional.layer_norm(x, (7,), w, b, 1e-5), atol=1e-12)
+    assert mean.shape == rstd.shape == (3, 5)
+    assert torch.allclose(rstd, 1 / torch.sqrt(x.var(-1, unbiased=False) + 1e-5))
+    with pytest.raises(ValueError, match="bias must have shape"):
+        layernorm_ref(x, w, b[:3])
+
+
+def test_check_rows_input_validates_the_bias():
+    x = torch.randn(4, 8)
+    assert check_rows_input(x, torch.ones(8), 1e-5, bias=torch.zeros(8)) == (4, 8)
+    with pytest.raises(ValueError, match="bias must have shape"):
+        check_rows_input(x, None, 1e-5, bias=torch.zeros(7))
+    with pytest.raises(TypeError, match="bias must be"):
+        check_rows_input(x, None, 1e-5, bias=torch.zeros(8, dtype=torch.int32))
