@@ -1,0 +1,154 @@
+"""Deliberately wrong versions of the lesson 01 solution, as exact text edits of its code cells.
+
+Each mutant: (exercise id, name, [(old, new), ...], substring expected in a failing case's message).
+"""
+LESSON = "01_pytorch_norms"
+
+BN_VAR = "        var, mean = torch.var_mean(xf, dim=dims, keepdim=True, correction=0)   # biased: normalizes the batch\n"
+BN_RM = "                running_mean.mul_(1 - momentum).add_(momentum * mean.reshape(-1))\n"
+BN_RV = "                running_var.mul_(1 - momentum).add_(momentum * m / (m - 1) * var.reshape(-1))\n"
+BN_Y = "    y = (xf - mean) * torch.rsqrt(var + eps)\n    if weight is not None:\n        y = y * weight.to(xf.dtype).reshape(channel_shape(x))\n"
+LN_DIMS = "    dims = tuple(range(x.ndim - len(shape), x.ndim))  # the trailing len(normalized_shape) dims\n"
+LN_VAR = LN_DIMS + "    xf = x.to(compute_dtype(x))\n    var, mean = torch.var_mean(xf, dim=dims, keepdim=True, correction=0)\n"
+RMS_Y = "    y = xf * torch.rsqrt(xf.square().mean(dim=dims, keepdim=True) + eps)\n"
+GN_G = "    xg = xf.reshape(N, num_groups, -1)               # one row per (sample, group of consecutive channels)\n"
+GN_VAR = GN_G + "    var, mean = torch.var_mean(xg, dim=-1, keepdim=True, correction=0)\n"
+NZ_VAR = "        var, mean = torch.var_mean(xf, dim=dims, keepdim=True, correction=0)\n        out = (xf - mean) * torch.rsqrt(var + eps)\n"
+
+MUTANTS = [
+    # --- batch_norm
+    ("batch_norm", "unbiased variance used to normalize",
+     [(BN_VAR, BN_VAR.replace("correction=0", "correction=1"))], "unbiased variance"),
+    ("batch_norm", "biased variance in the running estimate",
+     [(BN_RV, BN_RV.replace("momentum * m / (m - 1) * var", "momentum * var"))], "the biased batch variance"),
+    ("batch_norm", "running stats not updated in place (rebinding)",
+     [(BN_RM + BN_RV,
+       "                running_mean = (1 - momentum) * running_mean + momentum * mean.reshape(-1)\n"
+       "                running_var = (1 - momentum) * running_var + momentum * m / (m - 1) * var.reshape(-1)\n")],
+     "in place"),
+    ("batch_norm", "running stats replaced through .data (new memory)",
+     [(BN_RM, "                running_mean.data = (1 - momentum) * running_mean + momentum * mean.reshape(-1)\n")],
+     "new memory"),
+    ("batch_norm", "eval still using batch statistics",
+     [("    if training:\n        if m < 2:", "    if True:\n        if training and m < 2:")], "in eval mode"),
+    ("batch_norm", "momentum applied the wrong way round",
+     [(BN_RM, BN_RM.replace("mul_(1 - momentum).add_(momentum * mean", "mul_(momentum).add_((1 - momentum) * mean")),
+      (BN_RV, BN_RV.replace("mul_(1 - momentum).add_(momentum * m", "mul_(momentum).add_((1 - momentum) * m"))],
+     "wrong way round"),
+    ("batch_norm", "mean over the wrong dims (batch dim only)",
+     [("    dims = [0] + list(range(2, x.ndim))              # S_i of BatchNorm",
+       "    dims = [0]              # S_i of BatchNorm")], "wrong dims"),
+    ("batch_norm", "eps outside the sqrt",
+     [(BN_Y, BN_Y.replace("* torch.rsqrt(var + eps)", "/ (torch.sqrt(var) + eps)"))], "outside the square root"),
+    ("batch_norm", "running stats updated inside autograd (no torch.no_grad)",
+     [("            with torch.no_grad():                    # bookkeeping, not part of the graph\n" + BN_RM + BN_RV,
+       "            if True:\n" + BN_RM + BN_RV)], "no_grad"),
+    ("batch_norm", "no check for a batch of one",
+     [("        if m < 2:\n", "        if m < 1:\n")], "more than 1 value per channel"),
+    ("batch_norm", "result left in float32",
+     [(BN_Y, BN_Y.replace("    if weight is not None:\n", "    x = xf\n    if weight is not None:\n", 1))], "dtype"),
+    ("batch_norm", "calls F.batch_norm",
+     [("    dims = [0] + list(range(2, x.ndim))              # S_i of BatchNorm",
+       "    return F.batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps)\n"
+       "    dims = [0] + list(range(2, x.ndim))              # S_i of BatchNorm")], "F.batch_norm"),
+    # --- batch_norm_module
+    ("batch_norm_module", "momentum=None treated as no update",
+     [("            if self.momentum is None:                # cumulative moving average\n"
+       "                factor = 1.0 / float(self.num_batches_tracked)\n", "")], "cumulative moving average"),
+    ("batch_norm_module", "num_batches_tracked never incremented",
+     [("            self.num_batches_tracked.add_(1)\n", "")], "num_batches_tracked"),
+    ("batch_norm_module", "eval still using batch statistics",
+     [("        use_batch_stats = self.training or self.running_mean is None\n", "        use_batch_stats = True\n")],
+     "running statistics"),
+    ("batch_norm_module", "counter and factor updated in eval too",
+     [("        if self.training and self.track_running_stats:\n", "        if self.track_running_stats:\n")],
+     "never in eval"),
+    ("batch_norm_module", "running stats as plain attributes (not buffers)",
+     [('            self.register_buffer("running_mean", torch.zeros(num_features))\n'
+       '            self.register_buffer("running_var", torch.ones(num_features))\n',
+       "            self.running_mean = torch.zeros(num_features)\n"
+       "            self.running_var = torch.ones(num_features)\n")], "register_buffer"),
+    ("batch_norm_module", "weight initialised to zeros",
+     [("            self.weight = nn.Parameter(torch.ones(num_features))\n",
+       "            self.weight = nn.Parameter(torch.zeros(num_features))\n")], "weight ones"),
+    ("batch_norm_module", "wraps nn.BatchNorm1d",
+     [("        use_batch_stats = self.training or self.running_mean is None\n",
+       "        return nn.functional.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,\n"
+       "                                        self.training, factor, self.eps)\n")], "scores zero"),
+    # --- layer_norm
+    ("layer_norm", "unbiased variance used to normalize",
+     [(LN_VAR, LN_VAR.replace("correction=0", "correction=1"))], "unbiased variance"),
+    ("layer_norm", "eps outside the sqrt",
+     [(LN_VAR + "    y = (xf - mean) * torch.rsqrt(var + eps)\n",
+       LN_VAR + "    y = (xf - mean) / (torch.sqrt(var) + eps)\n")], "outside the square root"),
+    ("layer_norm", "mean over the last dim only",
+     [(LN_DIMS, "    dims = (-1,)\n")], "last dim only"),
+    ("layer_norm", "computed in the input's dtype (bf16 math)",
+     [(LN_VAR, LN_VAR.replace("xf = x.to(compute_dtype(x))", "xf = x"))], "float32"),
+    ("layer_norm", "bias ignored when there is no weight",
+     [("        y = y * weight.to(xf.dtype)\n    if bias is not None:\n        y = y + bias.to(xf.dtype)\n",
+       "        y = y * weight.to(xf.dtype)\n        if bias is not None:\n            y = y + bias.to(xf.dtype)\n")],
+     "does not mean bias=None"),
+    ("layer_norm", "one-pass E[x^2] - E[x]^2 variance",
+     [(LN_VAR, LN_DIMS + "    xf = x.to(compute_dtype(x))\n    mean = xf.mean(dim=dims, keepdim=True)\n"
+       "    var = (xf * xf).mean(dim=dims, keepdim=True) - mean * mean\n")], "cancels catastrophically"),
+    # --- rms_norm
+    ("rms_norm", "eps=None read as finfo(x.dtype).eps",
+     [("        eps = torch.finfo(xf.dtype).eps              # epsilon of the compute dtype, not of x.dtype\n",
+       "        eps = torch.finfo(x.dtype).eps\n")], "finfo(bfloat16)"),
+    ("rms_norm", "eps=None read as 0",
+     [("        eps = torch.finfo(xf.dtype).eps              # epsilon of the compute dtype, not of x.dtype\n",
+       "        eps = 0.0\n")], "eps = 0"),
+    ("rms_norm", "subtracts the mean (LayerNorm)",
+     [(RMS_Y, "    xf = xf - xf.mean(dim=dims, keepdim=True)\n" + RMS_Y)], "does not subtract the mean"),
+    ("rms_norm", "eps outside the sqrt",
+     [(RMS_Y, "    y = xf / (torch.sqrt(xf.square().mean(dim=dims, keepdim=True)) + eps)\n")], "outside the square root"),
+    ("rms_norm", "computed in fp16 (squares overflow)",
+     [("    dims = tuple(range(x.ndim - len(shape), x.ndim))\n    xf = x.to(compute_dtype(x))\n",
+       "    dims = tuple(range(x.ndim - len(shape), x.ndim))\n    xf = x\n")], "overflow"),
+    ("rms_norm", "mean over the last dim only",
+     [("    dims = tuple(range(x.ndim - len(shape), x.ndim))\n    xf = x.to(compute_dtype(x))\n    if eps is None:",
+       "    dims = (-1,)\n    xf = x.to(compute_dtype(x))\n    if eps is None:")], "last dim only"),
+    # --- group_norm
+    ("group_norm", "no divisibility check",
+     [("    if C % num_groups != 0:\n        raise ValueError(f\"num_channels ({C}) must be divisible by num_groups "
+       "({num_groups})\")\n", "")], "no error"),
+    ("group_norm", "interleaved groups (c % G)",
+     [(GN_VAR, "    xg = xf.reshape(N, C // num_groups, num_groups, -1)\n"
+       "    var, mean = torch.var_mean(xg, dim=(1, 3), keepdim=True, correction=0)\n")], "consecutive"),
+    ("group_norm", "unbiased variance used to normalize",
+     [(GN_VAR, GN_VAR.replace("correction=0", "correction=1"))], "unbiased variance"),
+    ("group_norm", "eps outside the sqrt",
+     [("    y = ((xg - mean) * torch.rsqrt(var + eps)).reshape(x.shape)\n",
+       "    y = ((xg - mean) / (torch.sqrt(var) + eps)).reshape(x.shape)\n")], "outside the square root"),
+    ("group_norm", "statistics per sample only (G ignored)",
+     [(GN_G, "    xg = xf.reshape(N, 1, -1)\n")], "wrong set"),
+    ("group_norm", "instance_norm not through group_norm",
+     [("    return group_norm(x, x.shape[1], weight, bias, eps)\n",
+       "    xf = x.to(compute_dtype(x))\n"
+       "    var, mean = torch.var_mean(xf, dim=tuple(range(2, x.ndim)), keepdim=True, correction=0)\n"
+       "    y = (xf - mean) * torch.rsqrt(var + eps)\n"
+       "    if weight is not None:\n        y = y * weight.to(xf.dtype).reshape(channel_shape(x))\n"
+       "    if bias is not None:\n        y = y + bias.to(xf.dtype).reshape(channel_shape(x))\n"
+       "    return y.to(x.dtype)\n")], "never called group_norm"),
+    ("group_norm", "instance_norm accepts one spatial element",
+     [("    if math.prod(x.shape[2:]) < 2:\n", "    if math.prod(x.shape[2:]) < 1:\n")], "spatial"),
+    # --- normalize
+    ("normalize", "unbiased variance used to normalize",
+     [(NZ_VAR, NZ_VAR.replace("correction=0", "correction=1"))], "unbiased variance"),
+    ("normalize", "eps outside the sqrt",
+     [(NZ_VAR, NZ_VAR.replace("* torch.rsqrt(var + eps)", "/ (torch.sqrt(var) + eps)"))], "outside the square root"),
+    ("normalize", "computed in the input's dtype",
+     [("    xf = x.to(compute_dtype(x))\n    if center:\n", "    xf = x\n    if center:\n")], "float32"),
+    ("normalize", "batch kind over the batch dim only",
+     [('        y = normalize(x, [0] + list(range(2, x.ndim)), eps)\n', '        y = normalize(x, 0, eps)\n')],
+     "every dim except the channels"),
+    ("normalize", "rms kind with the mean subtracted",
+     [('center=(kind == "layer"))', "center=True)")], "center=False"),
+    ("normalize", "groups interleaved in the reshape",
+     [("        y = normalize(x.reshape(x.shape[0], num_groups, -1), -1, eps).reshape(x.shape)\n",
+       "        y = normalize(x.reshape(x.shape[0], -1, num_groups), 1, eps).reshape(x.shape)\n")], "consecutive"),
+    ("normalize", "instance kind also over the channels",
+     [("        y = normalize(x, list(range(2, x.ndim)), eps)\n", "        y = normalize(x, list(range(1, x.ndim)), eps)\n")],
+     "spatial dims"),
+]
