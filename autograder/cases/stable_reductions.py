@@ -1,0 +1,928 @@
+"""Hidden cases of lesson 02 (stable reductions: softmax, online softmax, Welford, the butterfly).
+
+Every case builds its inputs from a fixed seed, calls the student's function inside
+`student_call()` (torch's own softmax / variance functions are recorded and score zero), checks
+that the inputs were not modified, and compares with float64 ground truth computed here from the
+same (already rounded) inputs. When a result is wrong, the message says what was expected, what
+came back, and, where the error has a recognisable pattern, which mistake makes it.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+
+from helpers.compare import CompareResult, Tolerance
+from helpers.compare import compare as _compare
+
+from ..harness import student_call
+from ..registry import Case, Exercise, register
+
+LESSON = "02_stable_reductions"
+F16, BF16, F32, F64 = torch.float16, torch.bfloat16, torch.float32, torch.float64
+INF = math.inf
+
+SOFTMAX_FORBIDDEN = ("softmax", "log_softmax", "logsumexp")
+VARIANCE_FORBIDDEN = ("var_mean", "var", "std", "std_mean")
+_INSTEAD = {
+    "softmax": "write exp(x - max) / sum yourself",
+    "log_softmax": "write exp(x - max) / sum yourself",
+    "logsumexp": "keep the running (m, l) pair yourself: l is the sum of exp(x - m)",
+    "var_mean": "compute (count, mean, M2) chunk by chunk and merge them with welford_merge",
+    "var": "compute (count, mean, M2) chunk by chunk and merge them with welford_merge",
+    "std": "compute (count, mean, M2) chunk by chunk and merge them with welford_merge",
+    "std_mean": "compute (count, mean, M2) chunk by chunk and merge them with welford_merge",
+}
+
+# Output tolerances, from measurement: a correct fp32 (fp64 for fp64) computation passes every case
+# with room to spare; exp/sum in fp16, a missing max subtraction or an unrescaled l do not.
+PROB_TOL = {F64: Tolerance(1e-15, 1e-12), F32: Tolerance(1e-7, 1e-5), F16: Tolerance(1e-7, 6e-4),
+            BF16: Tolerance(1e-9, 4.5e-3)}
+STATE_TOL = {F64: Tolerance(0.0, 1e-12), F32: Tolerance(0.0, 1e-5)}
+
+
+# compare()'s pattern hints speak of RMSNorm kernels (masks, eps, strides); here the hints are our own.
+_KERNEL_HINTS = (". Overflow?", "; row 0 is right", "; each wrong row", "; whole rows came out", "; only columns",
+                 "; only rows with a large mean", "; whole rows are missing", "; every row is unwritten")
+
+
+def compare(actual, expected, tol, *, name="y", dtype=None) -> CompareResult:
+    r = _compare(actual, expected, tol, name=name, dtype=dtype)
+    if r.ok:
+        return r
+    msg = r.message
+    for marker in _KERNEL_HINTS:
+        i = msg.find(marker)
+        if i >= 0:
+            msg = msg[:i]
+    return CompareResult(False, msg.rstrip(".;"), r.max_abs_err)
+
+
+def _gen(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(2000 + seed)
+
+
+# ----------------------------------------------------------------------------- calling student code
+
+def _call(fn: Callable, args: tuple, forbidden: tuple = ()):
+    """Run fn(*args) in student_call; return (out, error message or None)."""
+    before = [a.clone() for a in _tensors(args)]
+    with student_call(forbidden=forbidden) as spy:
+        out = fn(*args)
+    if spy.forbidden:
+        name = spy.forbidden[0]
+        short = name.rsplit(".", 1)[-1]
+        return out, f"called {name}: that is the function this exercise rebuilds; {_INSTEAD[short]} (scores zero)"
+    for t, b in zip(_tensors(args), before):
+        if not _same(t, b):
+            return out, ("modified its input in place: return new tensors and leave the arguments as they were "
+                         "(out-of-place ops such as `mean = mean + delta / n`, not `mean += ...`)")
+    return out, None
+
+
+def _tensors(obj) -> list:
+    if isinstance(obj, torch.Tensor):
+        return [obj]
+    if isinstance(obj, (tuple, list)):
+        return [t for o in obj for t in _tensors(o)]
+    return []
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.shape == b.shape and bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())
+
+
+def _as_tuple(out, n: int, names: str):
+    """None when out is a tuple/list of n tensors, else a message."""
+    if not isinstance(out, (tuple, list)) or len(out) != n or not all(isinstance(t, torch.Tensor) for t in out):
+        got = "None" if out is None else (f"a {type(out).__name__} of {len(out)}" if isinstance(out, (tuple, list))
+                                          else type(out).__name__)
+        return f"must return a tuple {names} of {n} tensors, got {got}"
+    return None
+
+
+def _close(a: torch.Tensor, b: torch.Tensor, rtol: float = 1e-4, atol: float = 0.0) -> bool:
+    """a matches b (float64 view) everywhere, NaN nowhere: for recognising a mistake's pattern."""
+    a, b = a.detach().double(), b.detach().double()
+    if a.shape != b.shape or not torch.isfinite(a).all():
+        return False
+    return bool(((a - b).abs() <= atol + rtol * b.abs()).all())
+
+
+# ============================================================================ stable_softmax
+
+OVERFLOW_HINT = (" exp overflowed (exp(x) = inf once x > 88.72 in fp32/bf16, > 11.09 in fp16) or "
+                 "underflowed to 0 in a whole row (0/0): subtract the max first, z = x - x.amax(dim, keepdim=True), "
+                 "so every exp(z) <= 1 and the largest term is exactly 1. Subtracting a constant changes nothing: "
+                 "exp(x-c)/sum exp(x-c) = exp(x)/sum exp(x).")
+
+
+def softmax_ref(x: torch.Tensor, dim: int) -> torch.Tensor:
+    return torch.softmax(x.double(), dim=dim)
+
+
+def _judge_probs(y, x: torch.Tensor, dim: int, hint: str = "") -> tuple[bool, str]:
+    """Compare a softmax output with the float64 reference; messages for the common mistakes."""
+    ref = softmax_ref(x, dim)
+    r = compare(y, ref, PROB_TOL[x.dtype], name="y", dtype=x.dtype)
+    if r:
+        return True, r.message
+    msg = r.message
+    if isinstance(y, torch.Tensor) and y.shape == ref.shape and y.dtype == x.dtype:
+        yd = y.detach().double()
+        bad = ~torch.isfinite(yd) & torch.isfinite(ref)
+        if bad.any():
+            i = int(bad.flatten().nonzero()[0])
+            idx = tuple(int(v) for v in torch.unravel_index(torch.tensor(i), tuple(y.shape)))
+            why = OVERFLOW_HINT
+            if torch.isneginf(x).any():
+                why = (" The input has -inf entries (masked positions): wherever a max is taken over values that "
+                       "are all -inf, x - max is -inf - (-inf) = nan; use 0 in place of such a max (torch.where).")
+            return False, (f"y: {int(bad.sum())} NaN/Inf where the reference is finite (first at {idx}: "
+                           f"{yd.flatten()[i].item()}, input there {x.double().flatten()[i].item():.6g}).{why}"
+                           + (f" {hint}" if hint else ""))
+        sums = yd.sum(dim=dim)
+        worst = float((sums - 1).abs().max())
+        if worst > 1e-2:
+            msg += (f"; the outputs along dim={dim} sum to {float(sums.flatten()[int((sums - 1).abs().flatten().argmax())]):.4g}"
+                    f", not 1: the normaliser does not cover the whole row (a dropped chunk, or the sum taken along "
+                    "another dim?)")
+    if y is not None and isinstance(y, torch.Tensor) and y.dtype != x.dtype:
+        msg += " (compute in fp32, then return y.to(x.dtype))"
+    return False, msg + (f" {hint}" if hint else "")
+
+
+@dataclass
+class SoftmaxSpec:
+    name: str
+    shape: tuple
+    dtype: torch.dtype = F32
+    scale: float = 1.0
+    offset: float = 0.0
+    dim: int = -1
+    kind: str = "randn"        # randn | equal | masked | rows_apart | causal
+    chunk: int = 128           # online_softmax only
+    hint: str = ""
+    count_merges: bool = False  # online_softmax only: check that the stream merges chunk states
+    bad: str | None = None      # int_dtype | chunk0
+    seed: int = 0
+
+
+def softmax_input(s: SoftmaxSpec) -> torch.Tensor:
+    g = _gen(s.seed)
+    x = torch.randn(s.shape, generator=g, dtype=F64) * s.scale + s.offset
+    if s.kind == "equal":
+        x = torch.full(s.shape, 3.25 + s.offset, dtype=F64)
+    elif s.kind == "masked":      # some entries -inf (masked-out positions), never a whole row
+        drop = torch.rand(s.shape, generator=g) < 0.3
+        drop.reshape(-1, s.shape[-1])[:, 0] = False
+        x = x.masked_fill(drop, -INF)
+    elif s.kind == "rows_apart":  # rows on very different scales: +1e4, 0, -1e4 ...
+        shifts = torch.tensor([1e4, 0.0, -1e4, 5e3, -5e3, 300.0], dtype=F64)[: s.shape[0]]
+        x = x + shifts[:, None]
+    elif s.kind == "causal":      # row i sees only its first i+1 columns: whole chunks are -inf
+        rows, cols = s.shape[-2], s.shape[-1]
+        seen = torch.arange(cols)[None, :] <= (torch.arange(rows)[:, None] * cols) // rows
+        x = x.masked_fill(~seen, -INF)
+    return x.to(s.dtype)
+
+
+def _bad_call(fn: Callable, args: tuple, sanity: Callable[[], tuple[bool, str]], expect: str) -> tuple[bool, str]:
+    ok, msg = sanity()
+    if not ok:
+        return False, f"a valid call failed first: {msg}"
+    try:
+        with student_call():
+            fn(*args)
+    except (ValueError, TypeError) as e:
+        return True, f"ok: {type(e).__name__}: {str(e)[:90]}"
+    except Exception as e:
+        return False, (f"raised {type(e).__name__} from deep inside; validate first and raise a clear "
+                       f"ValueError/TypeError ({expect})")
+    return False, f"accepted bad input without an error: {expect}"
+
+
+def _softmax_case(s: SoftmaxSpec) -> Case:
+    def run(ns):
+        fn = ns["stable_softmax"]
+        if s.bad:
+            good = SoftmaxSpec("sanity", (3, 9), seed=s.seed)
+            return _bad_call(fn, (torch.arange(12).reshape(3, 4), -1), lambda: _softmax_run(fn, good),
+                             "the given check_float_tensor(x) rejects integer tensors")
+        return _softmax_run(fn, s)
+    return Case(s.name, run)
+
+
+def _softmax_run(fn, s: SoftmaxSpec) -> tuple[bool, str]:
+    x = softmax_input(s)
+    y, err = _call(fn, (x, s.dim), SOFTMAX_FORBIDDEN)
+    if err:
+        return False, err
+    return _judge_probs(y, x, s.dim, s.hint)
+
+
+SOFTMAX_SPECS = [
+    SoftmaxSpec("fp32 (4, 10), dim=-1", (4, 10), seed=1),
+    SoftmaxSpec("fp32 logits of +-1e4 (naive exp overflows)", (6, 50), scale=1e4, seed=2),
+    SoftmaxSpec("fp16 logits of +-1e4 (output fp16)", (6, 50), F16, scale=1e4, seed=3),
+    SoftmaxSpec("fp16 logits near -1e4 (naive exp underflows: 0/0)", (3, 40), F16, scale=2.0, offset=-1e4, seed=4),
+    SoftmaxSpec("bf16 logits of +-100 (output bf16)", (5, 300), BF16, scale=100.0, seed=5),
+    SoftmaxSpec("fp16, N=4096, |x|~4", (3, 4096), F16, scale=4.0, seed=6,
+                hint="(fp16 keeps 11 bits: compute exp and the 4096-term sum in fp32, cast at the end)"),
+    SoftmaxSpec("N=1: every output is 1", (5, 1), scale=50.0, seed=7),
+    SoftmaxSpec("rows of equal values: uniform 1/N", (4, 37), kind="equal", seed=8),
+    SoftmaxSpec("rows on very different scales (+1e4, 0, -1e4)", (6, 20), kind="rows_apart", seed=9,
+                hint="(each row needs its own max: x.amax(dim, keepdim=True), not one max of the whole tensor)"),
+    SoftmaxSpec("dim=0 of a (7, 5) tensor", (7, 5), dim=0, scale=30.0, seed=10,
+                hint="(softmax along dim=0: each column sums to 1; use the dim argument for max and sum)"),
+    SoftmaxSpec("dim=1 of a 3-D (3, 6, 4) tensor", (3, 6, 4), dim=1, scale=5.0, seed=11,
+                hint="(softmax along dim=1: reduce over that dim, keepdim=True to broadcast back)"),
+    SoftmaxSpec("masked entries (-inf) in every row", (5, 33), kind="masked", scale=3.0, seed=12,
+                hint="(exp(-inf - max) = 0: a masked entry gets probability 0)"),
+    SoftmaxSpec("fp64 input: computed and returned in fp64", (4, 300), F64, scale=20.0, seed=13,
+                hint="(a float64 input is computed in float64: fp32 loses the last 9 digits)"),
+    SoftmaxSpec("bad input: integer logits raise TypeError", (3, 4), bad="int_dtype", seed=14),
+]
+
+register(Exercise(id="stable_softmax", lesson=LESSON, title="Stable softmax: subtract the max",
+                  functions=("stable_softmax",), cases=[_softmax_case(s) for s in SOFTMAX_SPECS]))
+
+
+# ============================================================================ online softmax
+
+def sm_state_ref(data: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(m, l) of the values along the last dim, in float64; the identity (-inf, 0) for no values."""
+    d = data.double()
+    if d.shape[-1] == 0:
+        return (torch.full(d.shape[:-1], -INF, dtype=F64), torch.zeros(d.shape[:-1], dtype=F64))
+    m = d.amax(dim=-1)
+    m_safe = torch.where(torch.isneginf(m), 0.0, m)
+    return m, torch.exp(d - m_safe.unsqueeze(-1)).sum(dim=-1)
+
+
+def _sm_merge_ref(a, b):
+    (ma, la), (mb, lb) = a, b
+    m = torch.maximum(ma, mb)
+    ms = torch.where(torch.isneginf(m), 0.0, m)
+    return m, la * torch.exp(ma - ms) + lb * torch.exp(mb - ms)
+
+
+L_FORMULA = "l = l_a*exp(m_a - m) + l_b*exp(m_b - m) with m = max(m_a, m_b)"
+IDENTITY_HINT = (" The identity state is (m, l) = (-inf, 0); with both maxima -inf, exp(m_a - m) = exp(-inf - (-inf)) "
+                 "= exp(nan): take exp(m_a - m_safe) with m_safe = 0 where m = -inf (torch.where), so l = 0*0 = 0.")
+
+
+def _judge_sm_state(out, ref, dtype, inputs=None) -> tuple[bool, str]:
+    bad = _as_tuple(out, 2, "(m, l)")
+    if bad:
+        return False, bad
+    m, l = out
+    tol = STATE_TOL[dtype]
+    rm = compare(m, ref[0], tol, name="m", dtype=dtype)
+    if not rm:
+        return False, rm.message + " (m is the max of every value merged so far: m = max(m_a, m_b))"
+    rl = compare(l, ref[1], tol, name="l", dtype=dtype)
+    if rl:
+        return True, f"ok (m exact, l {rl.message.split('(', 1)[-1].rstrip(')')})"
+    msg = rl.message
+    if not torch.isfinite(l).all():
+        msg += IDENTITY_HINT if torch.isneginf(ref[0]).any() else f" ({L_FORMULA})"
+    elif inputs is not None and _close(l, inputs[0][1] + inputs[1][1], 1e-6):
+        msg += (f"; you returned l_a + l_b: each l is a sum of exp(x - its own max), so both must be rescaled "
+                f"to the new max before adding: {L_FORMULA}")
+    else:
+        msg += f" ({L_FORMULA})"
+    return False, msg
+
+
+@dataclass
+class MergeSpec:
+    name: str
+    kind: str                  # data | identity_left | identity_right | identity_both | fold
+    dtype: torch.dtype = F32
+    sizes: tuple = (5, 9)      # values behind a and b (per row)
+    rows: int = 4
+    scale: float = 3.0
+    shift: float = 0.0         # added to b's data
+    seed: int = 0
+
+
+def _merge_inputs(s: MergeSpec):
+    g = _gen(s.seed)
+    da = torch.randn(s.rows, s.sizes[0], generator=g, dtype=F64) * s.scale
+    db = torch.randn(s.rows, s.sizes[1], generator=g, dtype=F64) * s.scale + s.shift
+    da, db = da.to(s.dtype).double(), db.to(s.dtype).double()   # the values as the dtype holds them
+    if s.kind in ("identity_left", "identity_both"):
+        da = da[:, :0]
+    if s.kind in ("identity_right", "identity_both"):
+        db = db[:, :0]
+    return da, db
+
+
+def _merge_case(s: MergeSpec) -> Case:
+    def run(ns):
+        fn = ns["online_softmax_merge"]
+        if s.kind == "fold":
+            return _fold_run(fn, s)
+        da, db = _merge_inputs(s)
+        a = tuple(t.to(s.dtype) for t in sm_state_ref(da))
+        b = tuple(t.to(s.dtype) for t in sm_state_ref(db))
+        out, err = _call(fn, (a, b), SOFTMAX_FORBIDDEN)
+        if err:
+            return False, err
+        return _judge_sm_state(out, sm_state_ref(torch.cat([da, db], dim=-1)), s.dtype, (a, b))
+    return Case(s.name, run)
+
+
+def _fold_run(fn, s: MergeSpec) -> tuple[bool, str]:
+    """Merge 12 chunk states (some empty) sequentially in a shuffled order and as a tree."""
+    g = _gen(s.seed)
+    data = (torch.randn(s.rows, 120, generator=g, dtype=F64) * s.scale).to(s.dtype).double()
+    cuts = [0, 7, 7, 20, 33, 60, 61, 61, 80, 99, 100, 119, 120]   # two empty chunks
+    states = [tuple(t.to(s.dtype) for t in sm_state_ref(data[:, a:b])) for a, b in zip(cuts, cuts[1:])]
+    ref = sm_state_ref(data)
+    order = torch.randperm(len(states), generator=g).tolist()
+    return _fold_orders(fn, states, order, SOFTMAX_FORBIDDEN, 2, "(m, l)",
+                        lambda st: _judge_sm_state(st, ref, s.dtype))
+
+
+def _fold_orders(fn, states, order, forbidden, width, names, judge) -> tuple[bool, str]:
+    """Merge partial states left to right in a shuffled `order`, then as a balanced tree; judge both."""
+    acc = states[order[0]]
+    for i in order[1:]:
+        acc, err = _call(fn, (acc, states[i]), forbidden)
+        if err:
+            return False, err
+        bad = _as_tuple(acc, width, names)
+        if bad:
+            return False, bad
+    ok, msg = judge(acc)
+    if not ok:
+        return False, f"sequential merges in the order {order}: {msg}"
+    level = list(states)
+    while len(level) > 1:
+        nxt = []
+        for i in range(0, len(level) - 1, 2):
+            st, err = _call(fn, (level[i], level[i + 1]), forbidden)
+            if err:
+                return False, err
+            nxt.append(st)
+        level = nxt + ([level[-1]] if len(level) % 2 else [])
+    ok, msg = judge(level[0])
+    return (True, "ok: shuffled and tree orders agree with the whole row") if ok else (False, f"tree order: {msg}")
+
+
+MERGE_SPECS = [
+    MergeSpec("merge: two states, fp32", "data", seed=20),
+    MergeSpec("merge: maxima 1e4 apart (exp(-1e4) = 0)", "data", shift=1e4, seed=21),
+    MergeSpec("merge: b's max below a's (rescale b)", "data", shift=-6.0, sizes=(3, 30), seed=22),
+    MergeSpec("merge: identity (-inf, 0) on the left", "identity_left", seed=23),
+    MergeSpec("merge: identity (-inf, 0) on the right", "identity_right", seed=24),
+    MergeSpec("merge: identity with identity -> identity", "identity_both", seed=25),
+    MergeSpec("merge: fp64 states stay fp64", "data", F64, shift=2.0, seed=26),
+    MergeSpec("merge: 12 chunks in shuffled and tree orders", "fold", seed=27),
+]
+
+
+def _stream_case(s: SoftmaxSpec) -> Case:
+    def run(ns):
+        fn = ns["online_softmax"]
+        if s.bad:
+            good = SoftmaxSpec("sanity", (3, 9), chunk=4, seed=s.seed)
+            return _bad_call(fn, (torch.randn(3, 9), 0), lambda: _stream_run(ns, fn, good),
+                             "the given check_rows(x, chunk) rejects chunk < 1")
+        return _stream_run(ns, fn, s)
+    return Case(s.name, run)
+
+
+def _stream_run(ns, fn, s: SoftmaxSpec) -> tuple[bool, str]:
+    x = softmax_input(s)
+    calls = []
+    merge = ns.get("online_softmax_merge")
+    if s.count_merges and callable(merge):
+        def counting(a, b):
+            calls.append(1)
+            return merge(a, b)
+        ns["online_softmax_merge"] = counting
+    try:
+        y, err = _call(fn, (x, s.chunk), SOFTMAX_FORBIDDEN)
+    finally:
+        if s.count_merges and callable(merge):
+            ns["online_softmax_merge"] = merge
+    if err:
+        return False, err
+    ok, msg = _judge_probs(y, x, -1, s.hint)
+    if not ok:
+        return False, msg
+    if s.count_merges:
+        chunks = math.ceil(x.shape[-1] / s.chunk)
+        if len(calls) < chunks - 1:
+            return False, (f"online_softmax_merge was called {len(calls)} times for {chunks} chunks: stream over "
+                           "the row once, folding each chunk's (m, l) into the running state with online_softmax_merge")
+    return True, msg
+
+
+STREAM_SPECS = [
+    SoftmaxSpec("stream: chunk=1 (one value at a time), N=37", (3, 37), scale=5.0, chunk=1, seed=30),
+    SoftmaxSpec("stream: chunk=100 > N=13 (one chunk)", (4, 13), scale=5.0, chunk=100, seed=31),
+    SoftmaxSpec("stream: N=1000, chunk=64 (a partial last chunk)", (3, 1000), scale=4.0, chunk=64, seed=32,
+                count_merges=True),
+    SoftmaxSpec("stream: N=1", (6, 1), scale=100.0, chunk=8, seed=33),
+    SoftmaxSpec("stream: fp32 logits of +-1e4", (4, 300), scale=1e4, chunk=32, seed=34),
+    SoftmaxSpec("stream: fp16 logits of +-1e4 (output fp16)", (4, 300), F16, scale=1e4, chunk=50, seed=35),
+    SoftmaxSpec("stream: causal mask (whole chunks of -inf)", (8, 64), kind="causal", scale=3.0, chunk=8, seed=36,
+                hint=("(a chunk whose values are all -inf, as under a causal mask, has the identity state (-inf, 0): "
+                      "exp(x - m) with m = -inf is exp(nan); use 0 in place of m there)")),
+    SoftmaxSpec("stream: 3-D (2, 3, 50), chunk=16, bf16", (2, 3, 50), BF16, scale=20.0, chunk=16, seed=37),
+    SoftmaxSpec("stream: rows of equal values", (3, 40), kind="equal", chunk=7, seed=38),
+]
+
+register(Exercise(
+    id="online_softmax", lesson=LESSON, title="Online softmax: the (m, l) merge and one streaming pass",
+    functions=("online_softmax_merge", "online_softmax"),
+    cases=[_merge_case(s) for s in MERGE_SPECS] + [_stream_case(s) for s in STREAM_SPECS]
+    + [_stream_case(SoftmaxSpec("bad input: chunk=0 raises ValueError", (3, 9), bad="chunk0", seed=39))]))
+
+
+# ============================================================================ Welford
+
+def welford_ref(data: torch.Tensor):
+    """(count, mean, M2) of the values along the last dim, in float64; (0, 0, 0) for none."""
+    d = data.double()
+    n = d.shape[-1]
+    count = torch.full(d.shape[:-1], float(n), dtype=F64)
+    if n == 0:
+        return count, torch.zeros_like(count), torch.zeros_like(count)
+    mean = d.mean(dim=-1)
+    return count, mean, ((d - mean.unsqueeze(-1)) ** 2).sum(dim=-1)
+
+
+def _welford_tol(dtype, data: torch.Tensor):
+    """(mean, M2) tolerances for data like this: relative, plus an absolute floor at its scale."""
+    d = data.double()
+    scale = float(d.abs().max()) if d.numel() else 1.0
+    spread = float(d.std()) if d.numel() > 1 else 1.0
+    n = max(d.shape[-1], 1)
+    if dtype == F64:
+        return Tolerance(1e-13 * scale, 1e-12), Tolerance(1e-10 * n * spread ** 2, 1e-10)
+    return Tolerance(4e-7 * scale, 1e-5), Tolerance(1e-4 * n * spread ** 2 + 1e-6, 1e-3)
+
+
+UPDATE_HINTS = {
+    "count": "count = count + 1",
+    "mean": "mean = mean + delta / count, with delta = x - mean and the NEW count (so the first value gives mean = x)",
+    "M2": ("M2 = M2 + delta * (x - mean_new): one factor measured before the mean moves, one after "
+           "(delta*delta overcounts by count/(count-1))"),
+}
+MERGE_HINTS = {
+    "count": "n = n_a + n_b",
+    "mean": "mean = mean_a + delta * n_b / n, with delta = mean_b - mean_a (b's share pulls the mean towards b)",
+    "M2": "M2 = M2_a + M2_b + delta^2 * n_a * n_b / n (the last term: the spread between the two means)",
+}
+
+
+def _judge_welford(out, ref, dtype, data, hints) -> tuple[bool, str]:
+    bad = _as_tuple(out, 3, "(count, mean, M2)")
+    if bad:
+        return False, bad
+    tol_mean, tol_m2 = _welford_tol(dtype, data)
+    empty = bool((ref[0] == 0).any())
+    for name, got, want, tol in zip(("count", "mean", "M2"), out, ref, (Tolerance(0.0, 0.0), tol_mean, tol_m2)):
+        r = compare(got, want, tol, name=name, dtype=dtype)
+        if not r:
+            extra = ""
+            if empty and not torch.isfinite(got.detach().double()).all():
+                extra = (" An empty state (count 0) is allowed on either side: n = 0 makes n_b / n = 0/0; "
+                         "divide by n.clamp_min(1) (n_b = 0 whenever n = 0, so the ratio is 0).")
+            return False, f"{r.message}. {hints[name]}{extra}"
+    return True, "ok (count exact, mean and M2 within tolerance)"
+
+
+@dataclass
+class WelfordSpec:
+    name: str
+    kind: str                       # update_fold | update_first | merge | fold
+    dtype: torch.dtype = F32
+    sizes: tuple = (3, 40)
+    rows: int = 4
+    mean: float = 0.0
+    std: float = 1.0
+    shift: float = 0.0              # added to b's values
+    empty_rows: tuple = ()          # merge: rows where a (and/or b) is empty, per side: ("a", row)
+    seed: int = 0
+
+
+def _welford_data(s: WelfordSpec, n: int, g) -> torch.Tensor:
+    return (torch.randn(s.rows, n, generator=g, dtype=F64) * s.std + s.mean).to(s.dtype).double()
+
+
+def _state(data: torch.Tensor, dtype) -> tuple:
+    return tuple(t.to(dtype) for t in welford_ref(data))
+
+
+def _welford_case(s: WelfordSpec) -> Case:
+    def run(ns):
+        if s.kind.startswith("update"):
+            return _update_run(ns["welford_update"], s)
+        if s.kind == "fold":
+            return _wfold_run(ns["welford_merge"], s)
+        return _wmerge_run(ns["welford_merge"], s)
+    return Case(s.name, run)
+
+
+def _update_run(fn, s: WelfordSpec) -> tuple[bool, str]:
+    g = _gen(s.seed)
+    n = 1 if s.kind == "update_first" else s.sizes[1]
+    data = _welford_data(s, n, g)
+    state = _state(data[:, :0], s.dtype)
+    for j in range(n):
+        state, err = _call(fn, (state, data[:, j].to(s.dtype)), VARIANCE_FORBIDDEN)
+        if err:
+            return False, err
+        bad = _as_tuple(state, 3, "(count, mean, M2)")
+        if bad:
+            return False, bad
+        if j == 0:
+            ok, msg = _judge_welford(state, welford_ref(data[:, :1]), s.dtype, data[:, :1], UPDATE_HINTS)
+            if not ok:
+                return False, f"after the first update from the empty state (0, 0, 0): {msg}"
+    ok, msg = _judge_welford(state, welford_ref(data), s.dtype, data, UPDATE_HINTS)
+    return ok, (msg if ok else f"after {n} updates: {msg}")
+
+
+def _wmerge_run(fn, s: WelfordSpec) -> tuple[bool, str]:
+    g = _gen(s.seed)
+    da = _welford_data(s, s.sizes[0], g)
+    db = _welford_data(s, s.sizes[1], g) + s.shift
+    db = db.to(s.dtype).double()
+    a, b = list(_state(da, s.dtype)), list(_state(db, s.dtype))
+    ref = list(welford_ref(torch.cat([da, db], dim=-1)))
+    for side, row in s.empty_rows:      # make that row of a (or b) empty; the reference follows
+        st, other = (a, welford_ref(db)) if side == "a" else (b, welford_ref(da))
+        for t in st:
+            t[row] = 0
+        for k in range(3):
+            ref[k][row] = other[k][row]
+        if ("b" if side == "a" else "a", row) in s.empty_rows:
+            for k in range(3):
+                ref[k][row] = 0.0
+    out, err = _call(fn, (tuple(a), tuple(b)), VARIANCE_FORBIDDEN)
+    if err:
+        return False, err
+    return _judge_welford(out, tuple(ref), s.dtype, torch.cat([da, db], dim=-1), MERGE_HINTS)
+
+
+def _wfold_run(fn, s: WelfordSpec) -> tuple[bool, str]:
+    """16 partial states of unequal sizes (two empty), merged in a shuffled order and as a tree."""
+    g = _gen(s.seed)
+    data = _welford_data(s, 200, g)
+    cuts = [0, 1, 9, 9, 30, 31, 64, 70, 100, 101, 101, 130, 150, 170, 190, 199, 200]
+    states = [_state(data[:, a:b], s.dtype) for a, b in zip(cuts, cuts[1:])]
+    ref = welford_ref(data)
+    order = torch.randperm(len(states), generator=g).tolist()
+    return _fold_orders(fn, states, order, VARIANCE_FORBIDDEN, 3, "(count, mean, M2)",
+                        lambda st: _judge_welford(st, ref, s.dtype, data, MERGE_HINTS))
+
+
+WELFORD_SPECS = [
+    WelfordSpec("update: first value from the empty state", "update_first", seed=40),
+    WelfordSpec("update: fold 40 values, fp32", "update_fold", seed=41),
+    WelfordSpec("update: mean 1e4, std 1, 300 values", "update_fold", sizes=(0, 300), mean=1e4, seed=42),
+    WelfordSpec("update: fp64 state stays fp64", "update_fold", F64, sizes=(0, 25), mean=5.0, std=3.0, seed=43),
+    WelfordSpec("merge: unequal counts (3 and 40)", "merge", sizes=(3, 40), seed=44),
+    WelfordSpec("merge: means far apart (0 and 1000), counts 10 and 7", "merge", sizes=(10, 7), shift=1000.0, seed=45),
+    WelfordSpec("merge: empty state on the left", "merge", sizes=(5, 12), empty_rows=(("a", 0), ("a", 1), ("a", 2),
+                                                                                      ("a", 3)), seed=46),
+    WelfordSpec("merge: empty state on the right", "merge", sizes=(12, 5), empty_rows=(("b", 0), ("b", 1), ("b", 2),
+                                                                                       ("b", 3)), seed=47),
+    WelfordSpec("merge: empty with empty -> empty, no NaN", "merge", sizes=(4, 4),
+                empty_rows=(("a", 0), ("b", 0), ("a", 1), ("b", 1), ("a", 2), ("b", 2), ("a", 3), ("b", 3)), seed=48),
+    WelfordSpec("merge: per-row mix of empty and full states", "merge", sizes=(6, 25), shift=3.0,
+                empty_rows=(("a", 1), ("b", 2), ("a", 3), ("b", 3)), seed=49),
+    WelfordSpec("merge: mean 1e4, std 1, counts 100 and 37", "merge", sizes=(100, 37), mean=1e4, seed=50),
+    WelfordSpec("merge: fp64 states stay fp64", "merge", F64, sizes=(9, 2), shift=-4.0, seed=51),
+    WelfordSpec("merge: 16 partials in shuffled and tree orders", "fold", mean=50.0, std=2.0, seed=52),
+    WelfordSpec("merge: 16 partials of mean 1e4, std 1", "fold", mean=1e4, seed=53),
+]
+
+register(Exercise(id="welford", lesson=LESSON, title="Welford's update and Chan's merge",
+                  functions=("welford_update", "welford_merge"), cases=[_welford_case(s) for s in WELFORD_SPECS]))
+
+
+# ============================================================================ var_mean_welford
+
+VAR_TOL = {F64: Tolerance(1e-13, 1e-9), F32: Tolerance(1e-6, 1e-4), F16: Tolerance(1e-3, 2e-3),
+           BF16: Tolerance(1e-2, 1e-2)}
+MEAN_TOL = {F64: Tolerance(1e-13, 1e-13), F32: Tolerance(1e-6, 2e-6), F16: Tolerance(1e-3, 1e-3),
+            BF16: Tolerance(1e-2, 8e-3)}
+CANCELLATION = ("; these rows have mean/std = {r:.0e}: E[x^2] - E[x]^2 subtracts two numbers that agree in their "
+                "first {d:.0f} digits, and float32 keeps about 7: catastrophic cancellation (relative error about "
+                "eps*(mean/std)^2). Compute each chunk's M2 = sum((x - mean_chunk)^2) and merge the chunks with "
+                "welford_merge")
+
+
+@dataclass
+class VarSpec:
+    name: str
+    shape: tuple
+    dtype: torch.dtype = F32
+    chunk: int = 64
+    correction: int = 1
+    mean: float = 0.0
+    std: float = 1.0
+    kind: str = "randn"           # randn | equal | halves
+    bad: str | None = None
+    seed: int = 0
+
+
+def var_input(s: VarSpec) -> torch.Tensor:
+    g = _gen(s.seed)
+    x = torch.randn(s.shape, generator=g, dtype=F64) * s.std + s.mean
+    if s.kind == "equal":
+        x = torch.full(s.shape, s.mean, dtype=F64)
+    elif s.kind == "halves":      # first half around 0, second half around 100: chunk means far apart
+        x[..., s.shape[-1] // 2:] += 100.0
+    return x.to(s.dtype)
+
+
+def var_mean_ref(x: torch.Tensor, correction: int):
+    d = x.double()
+    mean = d.mean(dim=-1)
+    m2 = ((d - mean.unsqueeze(-1)) ** 2).sum(dim=-1)
+    return m2 / (d.shape[-1] - correction), mean     # 0/0 = nan when N = correction = 1, as torch
+
+
+def _var_case(s: VarSpec) -> Case:
+    def run(ns):
+        fn = ns["var_mean_welford"]
+        if s.bad:
+            good = VarSpec("sanity", (3, 20), chunk=8, seed=s.seed)
+            return _bad_call(fn, (torch.randn(3, 9), 0, 1), lambda: _var_run(fn, good),
+                             "the given check_rows(x, chunk) rejects chunk < 1")
+        return _var_run(fn, s)
+    return Case(s.name, run)
+
+
+def _var_run(fn, s: VarSpec) -> tuple[bool, str]:
+    x = var_input(s)
+    out, err = _call(fn, (x, s.chunk, s.correction), VARIANCE_FORBIDDEN)
+    if err:
+        return False, err
+    bad = _as_tuple(out, 2, "(var, mean), in torch.var_mean's order")
+    if bad:
+        return False, bad
+    var, mean = out
+    ref_var, ref_mean = var_mean_ref(x, s.correction)
+    rv = compare(var, ref_var, VAR_TOL[s.dtype], name="var", dtype=s.dtype)
+    rm = compare(mean, ref_mean, MEAN_TOL[s.dtype], name="mean", dtype=s.dtype)
+    if rv and rm:
+        return True, f"ok (var {rv.message.split('(', 1)[-1].rstrip(')')})"
+    N = x.shape[-1]
+    if var.shape == ref_mean.shape and _close(var, ref_mean, 1e-3, 1e-6) and _close(mean, ref_var, 1e-3, 1e-6):
+        return False, "returned (mean, var): torch.var_mean returns (var, mean), variance first"
+    if not rm:
+        msg = rm.message
+        if N % s.chunk and _close(mean, x.double()[..., : N - N % s.chunk].mean(-1), 1e-5, 1e-6):
+            msg += (f"; that is the mean of the first {N - N % s.chunk} columns only: the last partial chunk "
+                    f"(columns {N - N % s.chunk}..{N - 1}) was dropped: range(0, N, chunk) and x[..., s:s+chunk]")
+        return False, msg
+    msg = rv.message
+    if N > 1 and var.shape == ref_var.shape and torch.isfinite(var.double()).all():
+        for c in {0, 1} - {s.correction}:
+            if _close(var, var_mean_ref(x, c)[0], 1e-3, 1e-6):
+                return False, (f"{msg}; that is the variance with correction={c}: biased/unbiased mixed up. "
+                               f"var = M2 / (n - correction): correction=0 divides by n (biased, the population "
+                               f"variance), correction=1 by n - 1 (unbiased, Bessel), as torch.var_mean")
+    ratio = abs(s.mean) / s.std if s.kind == "randn" and s.std and s.dtype != F64 else 0.0
+    if ratio >= 100:
+        msg += CANCELLATION.format(r=ratio, d=2 * math.log10(ratio))
+    elif s.kind == "halves":
+        msg += ("; the chunk means here differ by 100: merging chunks needs Chan's cross term "
+                "delta^2 * n_a * n_b / n")
+    return False, msg
+
+
+VAR_SPECS = [
+    VarSpec("(4, 100) fp32, chunk=16, correction=1", (4, 100), chunk=16, seed=60),
+    VarSpec("(4, 100) fp32, chunk=16, correction=0 (biased)", (4, 100), chunk=16, correction=0, seed=61),
+    VarSpec("mean 1e4, std 1, N=4096, fp32 (one-pass fails)", (3, 4096), chunk=256, mean=1e4, seed=62),
+    VarSpec("mean 1e3, std 1, chunk=1 (pure Welford), correction=0", (2, 300), chunk=1, correction=0, mean=1e3,
+            seed=63),
+    VarSpec("mean 1e3, std 0.1, N=2000, chunk=128", (2, 2000), chunk=128, mean=1e3, std=0.1, seed=64),
+    VarSpec("chunk=500 > N=37 (one chunk)", (5, 37), chunk=500, mean=3.0, seed=65),
+    VarSpec("N=1000, chunk=96 (a partial last chunk)", (3, 1000), chunk=96, mean=-2.0, std=4.0, seed=66),
+    VarSpec("N=1, correction=0: var 0", (4, 1), chunk=8, correction=0, mean=5.0, seed=67),
+    VarSpec("N=1, correction=1: var nan (0/0), as torch", (4, 1), chunk=8, correction=1, mean=5.0, seed=68),
+    VarSpec("constant rows: var 0", (3, 77), chunk=10, kind="equal", mean=3.5, seed=69),
+    VarSpec("chunk means far apart (halves at 0 and 100)", (3, 64), chunk=8, kind="halves", seed=70),
+    VarSpec("fp16 input: outputs fp16", (4, 333), F16, chunk=64, mean=1.0, std=2.0, seed=71),
+    VarSpec("3-D (2, 3, 50) bf16, correction=0", (2, 3, 50), BF16, chunk=16, correction=0, mean=4.0, seed=72),
+    VarSpec("fp64: computed and returned in fp64", (3, 500), F64, chunk=64, mean=1e6, seed=73),
+    VarSpec("bad input: chunk=0 raises ValueError", (3, 9), bad="chunk0", seed=74),
+]
+
+register(Exercise(id="var_mean_welford", lesson=LESSON, title="var_mean by chunks and Chan merges",
+                  functions=("var_mean_welford",), cases=[_var_case(s) for s in VAR_SPECS]))
+
+
+# ============================================================================ butterfly_reduce
+
+WARP = 32
+OFFSETS = (16, 8, 4, 2, 1)
+BUTTERFLY_RULE = ("every lane must end with the merge of all 32 lanes: 5 rounds, offset = 16, 8, 4, 2, 1; in each "
+                  "round every lane merges its state with that of lane ^ offset, all lanes at once (each reads "
+                  "its partner's state from before the round): state = merge(state, partner's state)")
+
+
+def _map(fn, state):
+    if isinstance(state, torch.Tensor):
+        return fn(state)
+    return type(state)(_map(fn, s) for s in state)
+
+
+def butterfly_ref(values, merge, partner_of=lambda lane, off: lane ^ off, mine_first: bool = True):
+    lane = torch.arange(WARP)
+    state = values
+    for off in OFFSETS:
+        p = partner_of(lane, off)
+        theirs = _map(lambda t: t[p], state)
+        state = merge(state, theirs) if mine_first else merge(theirs, state)
+    return state
+
+
+def _add(a, b):
+    return a + b
+
+
+def _or(a, b):
+    return a | b
+
+
+def _matmul(a, b):
+    return a @ b
+
+
+def _welford_merge_ref(a, b):
+    (na, ma, m2a), (nb, mb, m2b) = a, b
+    n = na + nb
+    w = nb / n.clamp_min(1)
+    d = mb - ma
+    return n, ma + d * w, m2a + m2b + d * d * na * w
+
+
+@dataclass
+class LaneSpec:
+    name: str
+    kind: str      # sum | sum_vec | max | or | softmax | welford | matmul | equal | calls | bad64 | bad16
+    dtype: torch.dtype = F32
+    seed: int = 0
+    extra: dict = field(default_factory=dict)
+
+
+def _lane_inputs(s: LaneSpec):
+    """(values, merge, expected full-lane state or None (then use butterfly_ref), tolerance, source data)."""
+    g = _gen(s.seed)
+    if s.kind in ("sum", "calls"):
+        v = torch.randn(WARP, generator=g, dtype=F64) * 100
+        return v.to(s.dtype), _add, v.to(s.dtype).double().sum().expand(WARP), Tolerance(1e-5, 1e-5)
+    if s.kind == "sum_vec":
+        v = (torch.randn(WARP, 7, generator=g, dtype=F64) + 1e3).to(s.dtype)
+        return v, _add, v.double().sum(0).expand(WARP, 7), Tolerance(1e-4, 1e-6)
+    if s.kind == "equal":
+        v = torch.full((WARP, 3), 0.1, dtype=s.dtype)
+        return v, _add, v.double().sum(0).expand(WARP, 3), Tolerance(1e-6, 1e-6)
+    if s.kind == "max":
+        v = (torch.randn(WARP, 5, generator=g, dtype=F64) * 10).to(s.dtype)
+        v[3, 0], v[30, 0] = 1e6, -INF
+        v[:, 4] = -INF
+        return v, torch.maximum, v.double().amax(0).expand(WARP, 5), Tolerance(0.0, 0.0)
+    if s.kind == "or":
+        v = torch.tensor([1 << lane for lane in range(WARP)], dtype=torch.int64)
+        return v, _or, torch.full((WARP,), (1 << WARP) - 1, dtype=torch.int64), None
+    if s.kind == "softmax":
+        data = (torch.randn(WARP, 6, generator=g, dtype=F64) * 50).to(s.dtype).double()
+        data[5] = -INF                                  # lane 5 has seen only masked values: (-inf, 0)
+        m, l = sm_state_ref(data)
+        vals = (m.to(s.dtype), l.to(s.dtype))
+        fm, fl = sm_state_ref(data.reshape(1, -1))
+        return vals, _sm_merge_ref, (fm.expand(WARP), fl.expand(WARP)), STATE_TOL[s.dtype]
+    if s.kind == "welford":
+        sizes = torch.randint(0, 9, (WARP,), generator=g)
+        sizes[[2, 17]] = 0                               # two lanes own no elements
+        data = (torch.randn(WARP, 8, generator=g, dtype=F64) + 1e3).to(s.dtype).double()
+        pieces = [data[i, : int(sizes[i])] for i in range(WARP)]
+        states = [welford_ref(p.reshape(1, -1)) for p in pieces]
+        vals = tuple(torch.cat([st[k] for st in states]).to(s.dtype) for k in range(3))
+        full = welford_ref(torch.cat(pieces).reshape(1, -1))
+        return vals, _welford_merge_ref, tuple(t.expand(WARP) for t in full), Tolerance(1e-4, 1e-5)
+    if s.kind == "matmul":
+        v = (torch.eye(2, dtype=F64) + 0.3 * torch.randn(WARP, 2, 2, generator=g, dtype=F64)).to(s.dtype)
+        return v, _matmul, None, Tolerance(1e-5, 1e-5)
+    raise ValueError(s.kind)
+
+
+def _lane_case(s: LaneSpec) -> Case:
+    def run(ns):
+        fn = ns["butterfly_reduce"]
+        if s.kind.startswith("bad"):
+            good = LaneSpec("sanity", "sum", seed=s.seed)
+            arg = torch.randn(64) if s.kind == "bad64" else (torch.randn(WARP), torch.randn(16))
+            return _bad_call(fn, (arg, _add), lambda: _lane_run(fn, good),
+                             "the given check_lanes(values) rejects states without a leading lane dim of 32")
+        return _lane_run(fn, s)
+    return Case(s.name, run)
+
+
+def _lane_run(fn, s: LaneSpec) -> tuple[bool, str]:
+    values, merge, expected, tol = _lane_inputs(s)
+    calls = []
+
+    def recording(a, b):
+        calls.append(tuple(t.shape[0] for t in _tensors(a)))
+        return merge(a, b)
+
+    out, err = _call(fn, (values, recording), ())
+    if err:
+        return False, err
+    structure = "a tensor" if isinstance(values, torch.Tensor) else f"a tuple of {len(values)} tensors"
+    if isinstance(values, torch.Tensor) != isinstance(out, torch.Tensor) or (
+            not isinstance(out, torch.Tensor) and (not isinstance(out, (tuple, list)) or len(out) != len(values))):
+        return False, f"must return the state in the structure it came in ({structure}), got {type(out).__name__}"
+    got_t, exp_t = _tensors(out), _tensors(expected if expected is not None else butterfly_ref(values, merge))
+    if len(got_t) != len(exp_t):
+        return False, f"must return the state in the structure it came in ({structure}) with a tensor in every place"
+    for g, e in zip(got_t, exp_t):
+        if tuple(g.shape) != tuple(e.shape):
+            return False, (f"returned shape {tuple(g.shape)}, expected {tuple(e.shape)}: return the state of all 32 "
+                           "lanes (every lane holds the full result, as after __shfl_xor_sync rounds)")
+    if s.kind == "calls":
+        if len(calls) != len(OFFSETS) or any(c != (WARP,) * len(c) for c in calls):
+            return False, (f"merge was called {len(calls)} times (first call on leading dims {calls[0] if calls else '-'})"
+                           f": a warp exchanges all 32 lanes at once, so call merge once per round on the whole "
+                           f"(32, ...) state: 5 calls for offsets 16, 8, 4, 2, 1")
+    for k, (g, e) in enumerate(zip(got_t, exp_t)):
+        if tol is None:
+            ok = torch.equal(g, e)
+        else:
+            ok = bool(compare(g, e.double(), tol, name="state", dtype=s.dtype))
+        if not ok:
+            return False, _lane_message(s, values, merge, g, e, k)
+    if s.kind == "sum":
+        if not bool((out == out[0]).all()):
+            return False, ("lanes hold different sums: with partner = lane ^ offset lanes i and i ^ offset add the "
+                           "same two numbers, so every lane ends bitwise equal")
+    return True, f"ok: all 32 lanes hold the full result ({len(calls)} merge calls)"
+
+
+def _lane_message(s, values, merge, got, exp, k) -> str:
+    gd, ed = got.double(), exp.double()
+    diff = ~(((gd - ed).abs() <= 1e-5 * (1 + ed.abs())) | (gd == ed))
+    lanes = diff.reshape(WARP, -1).any(dim=1).nonzero().flatten().tolist()
+    lane = lanes[0] if lanes else 0
+    msg = (f"lanes {lanes[:8]}{'...' if len(lanes) > 8 else ''} are wrong; lane {lane}: got "
+           f"{_show(got[lane])}, expected {_show(exp[lane])}")
+    if s.kind == "or":
+        counts = [bin(int(v)).count("1") for v in got.tolist()]
+        return (f"lanes {lanes[:8]}{'...' if len(lanes) > 8 else ''} are wrong; lane {lane} holds the bits "
+                f"{int(got[lane]):#010x}, expected {int(exp[lane]):#010x}: it combined {counts[lane]} of the 32 lanes. "
+                f"{BUTTERFLY_RULE[0].upper()}{BUTTERFLY_RULE[1:]}")
+    if s.kind == "matmul":
+        swapped = butterfly_ref(values, merge, mine_first=False)
+        rotated = butterfly_ref(values, merge, partner_of=lambda lane, off: (lane + off) % WARP)
+        if torch.allclose(got.double(), swapped.double(), rtol=1e-5, atol=1e-5):
+            return msg + (": you computed merge(partner's, mine); with a merge that is not commutative (here a 2x2 "
+                          "matrix product) the order is part of the contract: state = merge(mine, partner's)")
+        if torch.allclose(got.double(), rotated.double(), rtol=1e-5, atol=1e-5):
+            return msg + (": that is partner = (lane + offset) % 32, a rotation; for a commutative merge it reaches the "
+                          "same total, but __shfl_xor_sync pairs lane with lane ^ offset and the products differ")
+        return msg + (": the merge here is a 2x2 matrix product (not commutative), so each lane's result shows the "
+                      f"exact order of its merges. {BUTTERFLY_RULE[0].upper()}{BUTTERFLY_RULE[1:]}")
+    return f"{msg}: {BUTTERFLY_RULE}"
+
+
+def _show(t: torch.Tensor) -> str:
+    flat = t.double().flatten()
+    vals = ", ".join(f"{v:.6g}" for v in flat[:4].tolist())
+    return f"[{vals}{', ...' if flat.numel() > 4 else ''}]" if t.ndim else vals
+
+
+LANE_SPECS = [
+    LaneSpec("sum of 32 fp32 values: every lane, bitwise equal", "sum", seed=80),
+    LaneSpec("sum of (32, 7) fp32 vectors (mean 1e3)", "sum_vec", seed=81),
+    LaneSpec("sum of equal values (0.1 in every lane)", "equal", seed=82),
+    LaneSpec("max of (32, 5), with 1e6 and -inf entries", "max", seed=83),
+    LaneSpec("bitwise OR of 1 << lane: every lane sees all 32", "or", seed=84),
+    LaneSpec("online-softmax pair (m, l), one lane empty", "softmax", seed=85),
+    LaneSpec("online-softmax pair (m, l), fp64", "softmax", F64, seed=86),
+    LaneSpec("Welford triple, unequal counts, two empty lanes", "welford", seed=87),
+    LaneSpec("non-commutative merge (2x2 matrix product)", "matmul", seed=88),
+    LaneSpec("non-commutative merge, fp64", "matmul", F64, seed=89),
+    LaneSpec("merge called once per round on all 32 lanes", "calls", seed=90),
+    LaneSpec("bad input: 64 lanes raise ValueError", "bad64", seed=91),
+    LaneSpec("bad input: a state tensor of 16 lanes", "bad16", seed=92),
+]
+
+register(Exercise(id="butterfly_reduce", lesson=LESSON, title="A warp's butterfly all-reduce, simulated on tensors",
+                  functions=("butterfly_reduce",), cases=[_lane_case(s) for s in LANE_SPECS]))

@@ -1,0 +1,128 @@
+"""Deliberately wrong versions of the lesson 02 solution, as exact text edits of its code cells.
+
+Each mutant: (exercise id, name, [(old, new), ...], substring expected in a failing case's message).
+"""
+LESSON = "02_stable_reductions"
+
+SM_SUB = "    z = z - z.amax(dim=dim, keepdim=True)\n"
+SM_RET = "    return (e / e.sum(dim=dim, keepdim=True)).to(x.dtype)\n"
+MERGE_L = "    l = l_a * torch.exp(m_a - m_safe) + l_b * torch.exp(m_b - m_safe)\n"
+MERGE_SAFE = "    m_safe = torch.where(m == -math.inf, 0.0, m)       # both -inf: exp(-inf - 0) = 0, not exp(nan)\n"
+STREAM_LOOP = "    for start in range(0, N, chunk):\n        c = x[..., start:start + chunk].to(acc)\n        m_c = "
+STREAM_OUT = "    return (torch.exp(x.to(acc) - m.unsqueeze(-1)) / l.unsqueeze(-1)).to(x.dtype)\n"
+CHUNK_SAFE = "        m_c_safe = torch.where(m_c == -math.inf, 0.0, m_c)   # an all -inf chunk is the identity\n"
+UPD_MEAN = "    mean = mean + delta / count\n"
+UPD_M2 = "    m2 = m2 + delta * (x - mean)\n"
+CHAN_W = "    w_b = n_b / n.clamp_min(1)                  # n_b / n, and 0 (not 0/0) when both are empty\n"
+CHAN_M2 = "    m2 = m2_a + m2_b + delta * delta * n_a * w_b\n"
+VAR_LOOP = "        c = x[..., start:start + chunk].to(acc)\n        mean_c = c.mean(dim=-1)\n"
+VAR_M2C = "        m2_c = ((c - mean_c.unsqueeze(-1)) ** 2).sum(dim=-1)\n"
+VAR_RET = "    return (m2 / (n - correction)).to(x.dtype), mean.to(x.dtype)\n"
+BF_ROUND = ("        partner = lane ^ offset\n        theirs = lanes_map(lambda t: t[partner], state)\n"
+            "        state = merge(state, theirs)\n")
+
+MUTANTS = [
+    # --- stable_softmax
+    ("stable_softmax", "no max subtraction", [(SM_SUB, "")], "subtract the max"),
+    ("stable_softmax", "one max for the whole tensor", [(SM_SUB, "    z = z - z.max()\n")], "amax(dim, keepdim=True)"),
+    ("stable_softmax", "exp and sum in the input dtype (fp16)",
+     [("    z = x.to(acc_dtype(x.dtype))\n", "    z = x\n")], "in fp32"),
+    ("stable_softmax", "returns fp32 for fp16 input", [(SM_RET, "    return e / e.sum(dim=dim, keepdim=True)\n")],
+     "dtype torch.float32, expected torch.float16"),
+    ("stable_softmax", "ignores dim (always the last)",
+     [(SM_SUB, "    z = z - z.amax(dim=-1, keepdim=True)\n"),
+      (SM_RET, "    return (e / e.sum(dim=-1, keepdim=True)).to(x.dtype)\n")], "dim=0"),
+    ("stable_softmax", "calls torch.softmax",
+     [(SM_SUB, "    return torch.softmax(z, dim=dim).to(x.dtype)\n")], "called torch.softmax"),
+    ("stable_softmax", "always fp32, even for fp64 input",
+     [("    z = x.to(acc_dtype(x.dtype))\n", "    z = x.to(torch.float32)\n")], "computed in float64"),
+    # --- online_softmax
+    ("online_softmax", "merge forgets to rescale l", [(MERGE_L, "    l = l_a + l_b\n")], "rescaled to the new max"),
+    ("online_softmax", "merge rescales only a",
+     [(MERGE_L, "    l = l_a * torch.exp(m_a - m_safe) + l_b\n")], "l = l_a*exp(m_a - m)"),
+    ("online_softmax", "merge: exp(-inf - (-inf)) = nan on the identity",
+     [(MERGE_SAFE, "    m_safe = m\n")], "exp(-inf - (-inf))"),
+    ("online_softmax", "stream drops the partial last chunk",
+     [("    for start in range(0, N, chunk):\n        c = x[..., start:start + chunk].to(acc)\n        m_c = ",
+       "    for start in range(0, N - chunk + 1, chunk):\n        c = x[..., start:start + chunk].to(acc)\n"
+       "        m_c = ")], "sum to"),
+    ("online_softmax", "output without the max (exp(x) / l)",
+     [(STREAM_OUT, "    return (torch.exp(x.to(acc)) / l.unsqueeze(-1)).to(x.dtype)\n")], "subtract the max"),
+    ("online_softmax", "all -inf chunk not guarded (causal mask)", [(CHUNK_SAFE, "        m_c_safe = m_c\n")],
+     "causal mask"),
+    ("online_softmax", "two passes instead of a stream (no merges)",
+     [(STREAM_LOOP, "    for start in range(0, 0, chunk):\n        c = x[..., start:start + chunk].to(acc)\n"
+                    "        m_c = "),
+      ("    m, l = state\n    return (torch.exp",
+       "    m = x.to(acc).amax(-1)\n    l = torch.exp(x.to(acc) - m.unsqueeze(-1)).sum(-1)\n    return (torch.exp")],
+     "online_softmax_merge was called 0 times"),
+    ("online_softmax", "calls torch.logsumexp in the stream",
+     [("        l_c = torch.exp(c - m_c_safe.unsqueeze(-1)).sum(dim=-1)\n",
+       "        l_c = torch.exp(torch.logsumexp(c, dim=-1) - m_c_safe)\n")], "called torch.logsumexp"),
+    # --- welford
+    ("welford", "update divides by the old count",
+     [("    count = count + 1\n    delta = x - mean\n    mean = mean + delta / count\n",
+       "    delta = x - mean\n    mean = mean + delta / count\n    count = count + 1\n")], "the NEW count"),
+    ("welford", "update: M2 += delta^2 (both factors before the mean moves)",
+     [(UPD_M2, "    m2 = m2 + delta * delta\n")], "one factor measured before the mean moves"),
+    ("welford", "update in place (mean += ...)",
+     [(UPD_MEAN, "    mean += delta / count\n")], "modified its input in place"),
+    ("welford", "Chan: wrong weight for the mean (n_a / n)",
+     [("    mean = mean_a + delta * w_b\n", "    mean = mean_a + delta * n_a / n.clamp_min(1)\n")], "n_b / n"),
+    ("welford", "Chan: no cross term delta^2 n_a n_b / n", [(CHAN_M2, "    m2 = m2_a + m2_b\n")],
+     "delta^2 * n_a * n_b / n"),
+    ("welford", "Chan: cross term weighted by n instead of n_a n_b / n",
+     [(CHAN_M2, "    m2 = m2_a + m2_b + delta * delta * n\n")], "the spread between the two means"),
+    ("welford", "Chan: 0/0 on two empty states", [(CHAN_W, "    w_b = n_b / n\n")], "An empty state (count 0)"),
+    # --- var_mean_welford
+    ("var_mean_welford", "one-pass variance E[x^2] - E[x]^2",
+     [(VAR_M2C, "        m2_c = (c * c).sum(dim=-1) - c.shape[-1] * mean_c * mean_c\n")],
+     "catastrophic cancellation"),
+    ("var_mean_welford", "always unbiased (ignores correction)",
+     [(VAR_RET, "    return (m2 / (n - 1)).to(x.dtype), mean.to(x.dtype)\n")], "biased/unbiased mixed up"),
+    ("var_mean_welford", "biased and unbiased swapped",
+     [(VAR_RET, "    return (m2 / (n - (1 - correction))).to(x.dtype), mean.to(x.dtype)\n")],
+     "biased/unbiased mixed up"),
+    ("var_mean_welford", "drops the partial last chunk",
+     [("    for start in range(0, N, chunk):\n        c = x[..., start:start + chunk].to(acc)\n        mean_c",
+       "    for start in range(0, N - chunk + 1, chunk):\n        c = x[..., start:start + chunk].to(acc)\n"
+       "        mean_c")], "last partial chunk"),
+    ("var_mean_welford", "returns (mean, var)",
+     [(VAR_RET, "    return mean.to(x.dtype), (m2 / (n - correction)).to(x.dtype)\n")], "returns (var, mean)"),
+    ("var_mean_welford", "chunks merged by summing M2 (no Chan cross term)",
+     [("        state = welford_merge(state, (torch.full_like(mean_c, c.shape[-1]), mean_c, m2_c))\n",
+       "        n0, mean0, m20 = state\n        nc = torch.full_like(mean_c, c.shape[-1])\n"
+       "        state = (n0 + nc, (n0 * mean0 + nc * mean_c) / (n0 + nc), m20 + m2_c)\n")], "Chan's cross term"),
+    ("var_mean_welford", "calls torch.var_mean",
+     [(VAR_RET, "    return torch.var_mean(x, dim=-1, correction=correction)\n")], "called torch.var_mean"),
+    ("var_mean_welford", "returns fp32 for fp16 input",
+     [(VAR_RET, "    return m2 / (n - correction), mean\n")], "dtype torch.float32, expected torch.float16"),
+    # --- butterfly_reduce
+    ("butterfly_reduce", "partner = lane + offset without wrap (shfl_down)",
+     [(BF_ROUND, "        partner = torch.where(lane + offset < WARP, lane + offset, lane)\n"
+                 "        theirs = lanes_map(lambda t: t[partner], state)\n        state = merge(state, theirs)\n")],
+     "lane ^ offset"),
+    ("butterfly_reduce", "partner = (lane + offset) % 32 (a rotation)",
+     [(BF_ROUND, "        partner = (lane + offset) % WARP\n        theirs = lanes_map(lambda t: t[partner], state)\n"
+                 "        state = merge(state, theirs)\n")], "partner = (lane + offset) % 32"),
+    ("butterfly_reduce", "merge(partner's, mine)",
+     [(BF_ROUND, BF_ROUND.replace("merge(state, theirs)", "merge(theirs, state)"))], "merge(mine, partner's)"),
+    ("butterfly_reduce", "four rounds (offset 1 missing)",
+     [("    for offset in (16, 8, 4, 2, 1):\n        partner", "    for offset in (16, 8, 4, 2):\n        partner")],
+     "combined 16 of the 32 lanes"),
+    ("butterfly_reduce", "partner = lane ^ (2 * offset), wrapped",
+     [(BF_ROUND, "        partner = (lane ^ (2 * offset)) % WARP\n        theirs = lanes_map(lambda t: t[partner], state)\n"
+                 "        state = merge(state, theirs)\n")], "of the 32 lanes"),
+    ("butterfly_reduce", "lanes updated one at a time, in place (a race)",
+     [(BF_ROUND, "        for i in range(WARP):\n"
+                 "            mine = lanes_map(lambda t: t[i:i + 1], state)\n"
+                 "            theirs = lanes_map(lambda t: t[i ^ offset:(i ^ offset) + 1], state)\n"
+                 "            new = merge(mine, theirs)\n"
+                 "            state = lanes_map(lambda t: t.clone(), state)\n"
+                 "            for t, u in zip(state if isinstance(state, tuple) else (state,),\n"
+                 "                            new if isinstance(new, tuple) else (new,)):\n"
+                 "                t[i] = u[0]\n")], "from before the round"),
+    ("butterfly_reduce", "returns lane 0 only",
+     [("    return state\n    ### END SOLUTION", "    return lanes_map(lambda t: t[0], state)\n    ### END SOLUTION")],
+     "all 32 lanes"),
+]

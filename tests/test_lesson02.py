@@ -1,0 +1,93 @@
+"""Lesson 02's helpers: the given state helpers, the experiments behind its prose, and its figures."""
+import math
+
+import matplotlib
+import pytest
+import torch
+
+matplotlib.use("Agg")
+
+import helpers.reductions02 as r02  # noqa: E402
+from autograder.cases import stable_reductions as cases  # noqa: E402
+
+
+def test_first_overflowing_logits_match_the_prose():
+    assert r02.first_overflowing_logit(torch.float16) == pytest.approx(11.09375)
+    assert math.ceil(r02.first_overflowing_logit(torch.float32)) == 89
+    assert math.ceil(r02.first_overflowing_logit(torch.bfloat16)) == 89
+    assert math.ceil(r02.first_overflowing_logit(torch.float64)) == 710
+    for dt, bits in ((torch.float16, torch.int16), (torch.float32, torch.int32)):
+        first = torch.tensor([r02.first_overflowing_logit(dt)], dtype=dt)
+        below = (first.view(bits) - 1).view(dt)                      # the next smaller value of dt
+        assert torch.isinf(torch.exp(first)).item() and torch.isfinite(torch.exp(below)).item()
+
+
+def test_naive_softmax_breaks_where_the_lesson_says():
+    assert torch.isnan(r02.naive_softmax(torch.tensor([10.0, 50.0, 100.0]))).any()
+    assert torch.isnan(r02.naive_softmax(torch.tensor([-1000.0, -1001.0]))).all()
+    assert torch.isnan(r02.naive_softmax(torch.tensor([10.0, 12.0]).half())).any()
+
+
+def test_variance_experiment_shows_cancellation():
+    res = r02.variance_error_experiment(ratios=[1.0, 1e4], n=1024, trials=3)
+    err = res["errors"]
+    assert err["one-pass E[x²]-E[x]²"][1] > 0.1            # noise at mean/std = 1e4
+    assert err["two-pass"][1] < 1e-5
+    assert err["chunks of 256 + Chan merge"][1] < 1e-4
+    assert err["Welford (one value at a time)"][1] < 1e-2
+    assert all(e[0] < 1e-5 for e in err.values())            # mean/std = 1: every method is fine
+
+
+def test_identity_states_and_lane_helpers():
+    m, l = r02.softmax_identity((2, 3), torch.float64)
+    assert m.shape == (2, 3) and torch.isneginf(m).all() and (l == 0).all() and l.dtype == torch.float64
+    assert all((t == 0).all() and t.shape == (4,) for t in r02.welford_empty((4,)))
+    assert r02.check_lanes((torch.zeros(32), torch.zeros(32, 3))) == 32
+    with pytest.raises(ValueError):
+        r02.check_lanes(torch.zeros(31))
+    with pytest.raises(TypeError):
+        r02.lanes_map(lambda t: t, {"m": torch.zeros(32)})
+    out = r02.lanes_map(lambda t: t + 1, (torch.zeros(2), [torch.ones(1)]))
+    assert isinstance(out, tuple) and isinstance(out[1], list) and out[1][0].item() == 2
+
+
+@pytest.mark.parametrize("bad,err", [((torch.arange(3), 4), TypeError), ((torch.zeros(3, 0), 4), ValueError),
+                                     ((torch.zeros(3, 4), 0), ValueError), ((torch.zeros(3, 4), 2.0), ValueError),
+                                     (([1.0], 4), TypeError)])
+def test_check_rows_rejects_bad_input(bad, err):
+    with pytest.raises(err):
+        r02.check_rows(*bad)
+
+
+def test_butterfly_partners_pair_up_and_cover_the_warp():
+    partners = r02.butterfly_partners()
+    reach = [{lane} for lane in range(32)]
+    for row in partners:
+        assert all(row[row[lane]] == lane for lane in range(32))      # an exchange is mutual
+        reach = [reach[lane] | reach[row[lane]] for lane in range(32)]
+    assert all(len(r) == 32 for r in reach)
+
+
+def test_reference_butterfly_matches_a_plain_reduction():
+    v = torch.randn(32, 3, dtype=torch.float64)
+    out = cases.butterfly_ref(v, lambda a, b: a + b)
+    assert torch.allclose(out, v.sum(0).expand(32, 3))
+    # a rotation reaches the same sum, which is why the cases use a non-commutative merge to catch it
+    rot = cases.butterfly_ref(v, lambda a, b: a + b, partner_of=lambda lane, off: (lane + off) % 32)
+    assert torch.allclose(rot, out)
+    mats = torch.eye(2, dtype=torch.float64) + 0.3 * torch.randn(32, 2, 2, dtype=torch.float64)
+    xor = cases.butterfly_ref(mats, lambda a, b: a @ b)
+    rot = cases.butterfly_ref(mats, lambda a, b: a @ b, partner_of=lambda lane, off: (lane + off) % 32)
+    assert not torch.allclose(xor, rot)
+
+
+def test_figures_render():
+    import matplotlib.pyplot as plt
+
+    res = r02.variance_error_experiment(ratios=[1.0, 1e2, 1e4], n=512, trials=2)
+    fig = r02.plot_variance_error(res)
+    assert fig.axes and len(fig.axes[0].lines) >= 5
+    fig.canvas.draw()
+    fig2 = r02.plot_butterfly()
+    fig2.canvas.draw()
+    plt.close("all")
