@@ -106,8 +106,13 @@ def _fmt_index(flat_idx: int, shape) -> tuple:
 
 
 def compare(actual, expected: torch.Tensor, tol: Tolerance, *, name: str = "y",
-            dtype: torch.dtype | None = None, device: str | None = None) -> CompareResult:
-    """Check `actual` against the float64 `expected`; `dtype`/`device` are what actual must have."""
+            dtype: torch.dtype | None = None, device: str | None = None,
+            kernel_hints: bool = True) -> CompareResult:
+    """Check `actual` against the float64 `expected`; `dtype`/`device` are what actual must have.
+
+    kernel_hints=False leaves out the hints that speak of row-wise kernels (masks, strides, eps,
+    fp32 accumulation), for exercises that are not kernels.
+    """
     if not isinstance(tol, Tolerance):
         raise TypeError(f"tol must be a helpers.Tolerance, got {type(tol).__name__}")
     if not isinstance(expected, torch.Tensor):
@@ -132,15 +137,16 @@ def compare(actual, expected: torch.Tensor, tol: Tolerance, *, name: str = "y",
     if unwritten.any():
         n = int(unwritten.sum())
         where = _fmt_index(int(unwritten.flatten().nonzero()[0]), actual.shape)
-        hint = _unwritten_hint(unwritten)
+        hint = _unwritten_hint(unwritten) if kernel_hints else ""
         return CompareResult(False, f"{name}: {n} of {actual.numel()} elements never written "
                                     f"(first at {where}){hint}")
     bad_nonfinite = ~torch.isfinite(act) & finite_ref
     if bad_nonfinite.any():
         n = int(bad_nonfinite.sum())
         i = int(bad_nonfinite.flatten().nonzero()[0])
-        hint = _row_hint(bad_nonfinite) or (". Overflow? Accumulate in fp32: x.to(tl.float32) before "
-                                            "squaring; or a read of memory outside the row (masks, strides)?")
+        hint = (_row_hint(bad_nonfinite) or (". Overflow? Accumulate in fp32: x.to(tl.float32) before "
+                                             "squaring; or a read of memory outside the row (masks, strides)?")
+                if kernel_hints else "")
         return CompareResult(False, f"{name}: {n} NaN/Inf where the reference is finite (first at "
                                     f"{_fmt_index(i, actual.shape)}: {act.flatten()[i].item()}, expected "
                                     f"{exp.flatten()[i].item():.6g}){hint}")
@@ -157,7 +163,7 @@ def compare(actual, expected: torch.Tensor, tol: Tolerance, *, name: str = "y",
     msg = (f"{name}: {int(bad.sum())} of {actual.numel()} elements off; worst at {idx}: got "
            f"{act.flatten()[i].item():.6g}, expected {exp.flatten()[i].item():.6g} "
            f"(abs err {err.flatten()[i].item():.3g}, {tol})")
-    return CompareResult(False, msg + _error_hint(act, exp, bad), max_err)
+    return CompareResult(False, msg + (_error_hint(act, exp, bad) if kernel_hints else ""), max_err)
 
 
 def _rows(t: torch.Tensor) -> torch.Tensor:

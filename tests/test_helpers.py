@@ -176,3 +176,14 @@ def test_check_rows_input_validates_the_bias():
         check_rows_input(x, None, 1e-5, bias=torch.zeros(7))
     with pytest.raises(TypeError, match="bias must be"):
         check_rows_input(x, None, 1e-5, bias=torch.zeros(8, dtype=torch.int32))
+
+
+def test_compare_without_kernel_hints_keeps_the_verdict_drops_the_kernel_advice():
+    ref = torch.ones(4, 8, dtype=torch.float64)
+    y = ref.float().clone()
+    y[:, 5:] = 2.0  # only the tail columns wrong: with kernel hints this points at the mask
+    with_hints = compare(y, ref, TOL)
+    plain = compare(y, ref, TOL, kernel_hints=False)
+    assert not with_hints.ok and not plain.ok
+    assert "mask" in with_hints.message and "mask" not in plain.message
+    assert plain.message in with_hints.message
