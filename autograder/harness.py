@@ -3,7 +3,8 @@
 Inside `student_call()`:
 - torch.empty / empty_like / new_empty return tensors filled with a marker NaN and surrounded by
   guard bands, so unwritten elements and out-of-bounds writes are both caught;
-- every Triton kernel launch is counted by name (compiled or interpreted);
+- every kernel launch is counted by name: Triton (compiled or interpreted) and CUDA C launched
+  through helpers.cudac;
 - calls of torch's own norm functions are recorded (a Triton exercise must not use them).
 """
 from __future__ import annotations
@@ -121,6 +122,16 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN):
     patch(torch, "empty_like", empty_like)
     patch(torch.Tensor, "new_empty", new_empty)
     patch(jit.JITFunction, "run", counting(jit.JITFunction.run))
+    from helpers.cudac import CudaKernel
+
+    def counting_cuda(call):
+        @functools.wraps(call)
+        def wrapper(self, *a, **k):
+            spy.launches[self.name] = spy.launches.get(self.name, 0) + 1
+            return call(self, *a, **k)
+        return wrapper
+
+    patch(CudaKernel, "__call__", counting_cuda(CudaKernel.__call__))
     try:
         from triton.runtime.interpreter import InterpretedFunction
         patch(InterpretedFunction, "run", counting(InterpretedFunction.run))
@@ -141,15 +152,17 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN):
                 setattr(owner, name, orig)
 
 
-def guarded_input(t: torch.Tensor, row_pad: int = 0) -> torch.Tensor:
-    """A copy of t inside a NaN-guarded buffer; with row_pad > 0 rows are strided (stride N+pad)."""
+def guarded_input(t: torch.Tensor, row_pad: int = 0, shift: int = 0) -> torch.Tensor:
+    """A copy of t inside a NaN-guarded buffer; with row_pad > 0 rows are strided (stride N+pad).
+
+    shift > 0 starts the data that many elements later (misaligned for vector loads)."""
     shape = tuple(t.shape)
     N = shape[-1] if shape else 1
     M = t.numel() // max(N, 1)
     width = N + row_pad
     buf = torch.empty(M * width + 2 * GUARD, dtype=t.dtype, device=t.device)
     poison_input_(buf)
-    body = buf[GUARD:GUARD + M * width].view(M, width)[:, :N]
+    body = buf[GUARD + shift:GUARD + shift + M * width].view(M, width)[:, :N]
     body.copy_(t.reshape(M, N))
     if row_pad == 0:
         return body.reshape(shape)

@@ -1,7 +1,8 @@
 """The exercise registry: the one narrow contract between notebooks and the grader.
 
-An exercise has an id, the lesson (notebook stem) it belongs to, the names of the functions the
-student writes (launcher first), the Triton kernels that must be launched, and hidden cases.
+An exercise has an id, the lesson (notebook stem) it belongs to, the names of what the student
+writes (launcher first; for CUDA C lessons also the source string), the kernels that must be
+launched (Triton kernels, or CUDA C kernels by their extern "C" name), and hidden cases.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ class Case:
     run: Callable[[dict], tuple[bool, str]]
     points: int = 1
     needs_gpu: bool = False
+    needs: str | None = None       # "cuda": run CUDA C (GPU, PyCUDA, nvcc); "nvcc": compile CUDA C
 
 
 @dataclass
@@ -27,6 +29,10 @@ class Exercise:
     kernels: tuple[str, ...] = ()
     cases: list[Case] = field(default_factory=list)
     timeout_s: float = 180.0
+
+    @property
+    def needs_cuda(self) -> bool:
+        return any(c.needs == "cuda" for c in self.cases)
 
     @property
     def points(self) -> int:

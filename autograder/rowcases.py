@@ -1,4 +1,4 @@
-"""Hidden-case machinery shared by the row-wise norm lessons (04 RMSNorm, 05 LayerNorm).
+"""Hidden-case machinery shared by the row-wise kernel lessons (03 CUDA C, 04 RMSNorm, 05 LayerNorm).
 
 Every case builds its inputs from a fixed seed, places them in NaN-guarded buffers, runs the
 student's launcher inside `student_call()` and compares every output with the float64 reference.
@@ -13,10 +13,11 @@ import torch
 
 from helpers.compare import Tolerance, compare, tolerance_for
 from helpers.env import device, on_gpu
-from helpers.reference import layernorm_ref, rmsnorm_ref
+from helpers.reference import layernorm_ref, rmsnorm_ref, softmax_ref
 
 from .harness import guarded_input, student_call
 from .registry import Case, Exercise, register
+from .runner import STUB_MARKER
 
 
 @dataclass
@@ -32,8 +33,10 @@ class Spec:
     zero_rows: tuple = ()
     const: float | None = None
     row_pad: int = 0
+    misalign: bool = False         # x starts 4 bytes past a 16-byte boundary (no float4 loads)
+    neg_inf_every: int = 0         # softmax: every k-th column is -inf (masked positions)
     kwargs: dict = field(default_factory=dict)
-    bad: str | None = None         # weight_shape | int_dtype | last_dim_stride | too_long | kwarg
+    bad: str | None = None         # weight_shape | bias_shape | int_dtype | fp16 | cpu | last_dim_stride | too_long | kwarg
     seed: int = 0
     atol: float | None = None      # a looser y tolerance where fp32 rounding of x itself dominates
     stat_rtol: float | None = None # a looser mean/rstd tolerance (rows with a large mean, many chunk merges)
@@ -59,6 +62,9 @@ LAYERNORM = Op("layernorm", ("y", "mean", "rstd"),
                ref=layernorm_ref,
                stat_hints={"mean": "mean = sum(x)/N over the N real elements, one float32 per row",
                            "rstd": "rstd = 1/sqrt(sum((x-mean)^2)/N + eps): biased variance, one float32 per row"})
+SOFTMAX = Op("softmax", ("y",),
+             call=lambda fn, x, w, b, eps, kw: fn(x, **kw),
+             ref=lambda x, w, b, eps: (softmax_ref(x),))
 
 
 def make_inputs(s: Spec, op: Op):
@@ -68,6 +74,8 @@ def make_inputs(s: Spec, op: Op):
         x.fill_(s.const)
     if s.zero_rows:
         x.view(-1, s.shape[-1])[list(s.zero_rows)] = 0.0
+    if s.neg_inf_every:
+        x[..., ::s.neg_inf_every] = float("-inf")
     x = x.to(s.dtype).to(device())
     N = s.shape[-1]
     w = b = None
@@ -86,7 +94,7 @@ def _sync():
 
 def judge_run(ex: Exercise, s: Spec, fn, op: Op) -> tuple[bool, str]:
     x0, w0, b0 = make_inputs(s, op)
-    x = guarded_input(x0, s.row_pad)
+    x = guarded_input(x0, s.row_pad, shift=1 if s.misalign else 0)
     w = None if w0 is None else guarded_input(w0)
     b = None if b0 is None else guarded_input(b0)
     x_before = x.clone()
@@ -97,15 +105,20 @@ def judge_run(ex: Exercise, s: Spec, fn, op: Op) -> tuple[bool, str]:
         return False, (f"called {spy.forbidden[0]}: this exercise is about writing the kernel; "
                        f"launch {ex.kernels[0]} instead (scores zero)")
     if not any(spy.launches.get(k) for k in ex.kernels):
-        return False, (f"no Triton kernel was launched: {ex.functions[0]} must launch "
-                       f"{' or '.join(ex.kernels)} (a PyTorch composite scores zero)")
+        what = "CUDA kernel" if ex.needs_cuda else "Triton kernel"
+        return False, (f"no {what} was launched: {ex.functions[0]} must launch "
+                       f"{' or '.join(ex.kernels[:3])}{' ...' if len(ex.kernels) > 3 else ''} "
+                       "(a PyTorch composite scores zero)")
     if s.launches and not spy.launches.get(s.launches):
         ran = ", ".join(sorted(k for k in spy.launches if spy.launches[k])) or "nothing"
         return False, f"for N={s.shape[-1]} the dispatcher should launch {s.launches}; it launched {ran}"
     n_out = len(op.outputs)
+    if n_out == 1 and isinstance(out, torch.Tensor):
+        out = (out,)
     if not (isinstance(out, tuple) and len(out) == n_out):
         got = "None" if out is None else type(out).__name__ + (f" of {len(out)}" if isinstance(out, tuple) else "")
-        return False, f"must return a tuple ({', '.join(op.outputs)}), got {got}"
+        want = op.outputs[0] if n_out == 1 else f"a tuple ({', '.join(op.outputs)})"
+        return False, f"must return {want}, got {got}"
     oob = spy.oob_report()
     if oob:
         return False, oob
@@ -143,6 +156,10 @@ def judge_bad(ex: Exercise, s: Spec, fn, op: Op) -> tuple[bool, str]:
         b = torch.ones(s.shape[-1] - 1, dtype=x.dtype, device=x.device)
     elif s.bad == "int_dtype":
         x = torch.ones(s.shape, dtype=torch.int32, device=x.device)
+    elif s.bad == "fp16":
+        x = x.half()
+    elif s.bad == "cpu":
+        x = x.cpu()
     elif s.bad == "last_dim_stride":
         x = x.t()  # the last dimension now has stride != 1
     try:
@@ -157,15 +174,38 @@ def judge_bad(ex: Exercise, s: Spec, fn, op: Op) -> tuple[bool, str]:
     return False, "accepted bad input without an error: validate before launching (helpers.check_rows_input)"
 
 
-def exercise(lesson: str, op: Op, id: str, title: str, functions: tuple, kernels: tuple, specs: list[Spec]):
-    """Register an exercise whose cases call functions[0] on each Spec."""
+def judge_compile(src, kernels: tuple) -> tuple[bool, str]:
+    """A CUDA C source compiles with nvcc for sm_80 and sm_90 and exports every kernel by name."""
+    from helpers.cudac import CudaCompileError, compile_check
+
+    if not isinstance(src, str):
+        return False, f"the CUDA source must be a string, got {type(src).__name__}"
+    if STUB_MARKER in src:
+        return False, "the CUDA source still holds its TODO"
+    try:
+        return True, compile_check(src, kernels)
+    except CudaCompileError as e:
+        return False, str(e)
+
+
+def exercise(lesson: str, op: Op, id: str, title: str, functions: tuple, kernels: tuple, specs: list[Spec],
+             *, cuda_source: str | None = None, compile_points: int = 3):
+    """Register an exercise whose cases call functions[0] on each Spec.
+
+    With `cuda_source` (the name of the student's CUDA C string) the exercise is a CUDA C one: a first
+    case compiles that string with nvcc (runs without a GPU), and the Spec cases need CUDA to run.
+    """
     ex = Exercise(id=id, lesson=lesson, title=title, functions=functions, kernels=kernels)
     entry = functions[0]
+    needs = "cuda" if cuda_source else None
 
     def case(s: Spec) -> Case:
         def run(ns):
             return (judge_bad if s.bad else judge_run)(ex, s, ns[entry], op)
-        return Case(s.name, run)
+        return Case(s.name, run, needs=needs)
 
     ex.cases = [case(s) for s in specs]
+    if cuda_source:
+        ex.cases.insert(0, Case("compiles with nvcc for sm_80 and sm_90", lambda ns: judge_compile(ns[cuda_source], kernels),
+                                points=compile_points, needs="nvcc"))
     return register(ex)

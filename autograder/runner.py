@@ -12,6 +12,8 @@ STUB_MARKER = "YOUR CODE HERE"
 
 
 def _source(obj) -> str:
+    if isinstance(obj, str):  # CUDA C source held in a string
+        return obj
     if inspect.isclass(obj):  # a class written in a notebook: the source of its own methods
         return "\n".join(_source(v) for v in vars(obj).values() if inspect.isfunction(v))
     fn = getattr(obj, "fn", obj)  # a Triton JITFunction keeps the Python function in .fn
@@ -30,6 +32,19 @@ def _short_error(e: BaseException) -> str:
     text = f"{type(e).__name__}: {e}".strip().splitlines()
     msg = " ".join(line.strip() for line in text[:3])
     return msg[:400]
+
+
+def skip_reason(case, gpu: bool) -> str | None:
+    """Why a case cannot run here (it is then reported as skipped, never as passed), or None."""
+    if case.needs_gpu and not gpu:
+        return "needs a CUDA GPU"
+    if case.needs == "cuda":
+        from helpers.cudac import can_run
+        return can_run()
+    if case.needs == "nvcc":
+        from helpers.cudac import has_nvcc
+        return None if has_nvcc() else "needs nvcc (the CUDA toolkit) to compile CUDA C"
+    return None
 
 
 def run_case(case, ns: dict) -> tuple[bool, str]:
@@ -60,8 +75,9 @@ def grade(ex: Exercise | str, ns: dict, *, gpu: bool | None = None) -> dict:
     cases = []
     for case in ex.cases:
         row = {"name": case.name, "points": case.points, "passed": False, "skipped": False}
-        if case.needs_gpu and not gpu:
-            row.update(skipped=True, message="skipped: needs a CUDA GPU")
+        reason = skip_reason(case, gpu)
+        if reason:
+            row.update(skipped=True, message=f"skipped: {reason}")
         elif missing:
             row["message"] = f"not defined: {', '.join(missing)} (run the cell that defines it)"
         else:

@@ -1,4 +1,4 @@
-"""make bench: time the reference solutions of the Triton lessons and their peers on this GPU.
+"""make bench: time the reference solutions of the GPU lessons (03 CUDA C, 04-05 Triton) and their peers.
 
 The kernels come from solutions/*.ipynb (the one source), loaded without Jupyter. For each lesson,
 merges its rows into benchmarks/results/<device>.json, writes <device>_<lesson>_<op>.png, prints a table.
@@ -11,6 +11,14 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def _lesson_03(ns):
+    import helpers.bench_cuda03 as mod
+    return mod, {"v1 seed (3 passes)": ns["layernorm_v1"], "v2 RMSNorm warp": ns["rmsnorm_warp"],
+                 "v3 warp, registers": ns["layernorm_regs"], "v4 block, registers": ns["layernorm_block"],
+                 "v5 Welford, 2 reads": ns["layernorm_welford"], "v6 online softmax": ns["softmax_online"],
+                 "best LayerNorm (v3/v4/v5)": ns["layernorm_best"]}
 
 
 def _lesson_04(ns):
@@ -28,7 +36,8 @@ def _lesson_05(ns):
                  "solution: Chan looped (ex. 3)": ns["layernorm_fwd_looped"]}
 
 
-LESSONS = {"04": ("04_triton_rmsnorm", _lesson_04), "05": ("05_triton_layernorm", _lesson_05)}
+LESSONS = {"03": ("03_pycuda_layernorm", _lesson_03), "04": ("04_triton_rmsnorm", _lesson_04),
+           "05": ("05_triton_layernorm", _lesson_05)}
 
 
 def main(argv=None) -> int:
@@ -55,8 +64,13 @@ def main(argv=None) -> int:
             status = 1
             continue
         mod, impls = pick(ns)
-        res = mod.run(impls, plot=False, progress=sys.stderr.isatty(), Ns=tuple(a.n or bench.DEFAULT_NS),
-                      dtypes=tuple(a.dtype or bench.DEFAULT_DTYPES))
+        kw = {} if key == "03" else {"dtypes": tuple(a.dtype or bench.DEFAULT_DTYPES)}  # 03: float32 only
+        if key == "03":
+            from helpers.cudac import can_run
+            if can_run():
+                print(f"{stem}: skipped here, {can_run()}")
+                continue
+        res = mod.run(impls, plot=False, progress=sys.stderr.isatty(), Ns=tuple(a.n or bench.DEFAULT_NS), **kw)
         path = bench.save(res)
         png = path.with_name(f"{path.stem}_{stem[:2]}_{mod.OP}.png")
         bench.plot(res, path=png)

@@ -80,6 +80,7 @@ TOLERANCES: dict[tuple[str, torch.dtype], Tolerance] = {
     ("layernorm", torch.float16): Tolerance(atol=1e-3, rtol=1e-3),
     ("layernorm", torch.bfloat16): Tolerance(atol=8e-3, rtol=8e-3),
     ("stat", torch.float32): Tolerance(atol=1e-6, rtol=1e-5),
+    ("softmax", torch.float32): Tolerance(atol=1e-6, rtol=1e-5),
 }
 
 

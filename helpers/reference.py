@@ -51,3 +51,14 @@ def layernorm_ref(x: torch.Tensor, weight: torch.Tensor | None = None, bias: tor
     if bias is not None:
         y = y + bias.double()
     return y, mean, rstd
+
+
+def softmax_ref(x: torch.Tensor) -> torch.Tensor:
+    """Softmax over the last dimension, in float64: exp(x - max) / sum(exp(x - max)).
+
+    -inf entries (masked positions) give 0; a row that is all -inf gives NaN, as torch.softmax.
+    """
+    _check_ref_args(x)
+    xd = x.double()
+    e = torch.exp(xd - xd.amax(dim=-1, keepdim=True))
+    return e / e.sum(dim=-1, keepdim=True)

@@ -1,7 +1,9 @@
 """Deliberately wrong implementations are rejected, with a message that points at the mistake.
 
 Mutants live per lesson in tests/mutants_NN.py: LESSON (the solution notebook's stem) and MUTANTS,
-a list of (exercise id, name, [(old, new), ...], substring expected in a failing case's message).
+a list of (exercise id, name, [(old, new), ...], substring expected in a failing case's message[, needs]).
+`needs` (default: the module's NEEDS, else None) is "cuda" for a mutant that only running the CUDA C
+kernel can catch: on a machine that cannot run it the test is skipped (`make test-gpu` runs it), never passed.
 """
 import importlib
 import re
@@ -15,7 +17,8 @@ from autograder.notebook import load
 from conftest import ROOT, write_variant
 
 MODULES = [importlib.import_module(p.stem) for p in sorted(Path(__file__).parent.glob("mutants_*.py"))]
-ALL = [(m.LESSON, *mutant) for m in MODULES for mutant in m.MUTANTS]
+ALL = [(m.LESSON, *mutant[:4], mutant[4] if len(mutant) > 4 else getattr(m, "NEEDS", None))
+       for m in MODULES for mutant in m.MUTANTS]
 
 
 def _id(m) -> str:
@@ -36,16 +39,32 @@ def test_every_lesson_has_mutants():
     assert lessons <= {m.LESSON for m in MODULES}, "a lesson without tests/mutants_NN.py"
 
 
-@pytest.mark.parametrize("lesson,exercise,name,edits,expect", ALL, ids=[_id(m) for m in ALL])
-def test_mutant_rejected(tmp_path, lesson, exercise, name, edits, expect):
+def assert_rejected(tmp_path, lesson, exercise, name, edits, expect):
     path = write_variant(tmp_path, edits, src=ROOT / "solutions" / f"{lesson}.ipynb")
     ns, errors = load(path)
     assert not errors, errors
     result = grade(get(exercise), ns)
-    failed = [c for c in result["cases"] if not c["passed"]]
+    failed = [c for c in result["cases"] if not c["passed"] and not c["skipped"]]
     assert failed, f"mutant '{name}' scored full marks"
     assert result["earned"] < result["possible"]
     if expect:
         messages = " | ".join(c["message"] for c in failed)
         assert expect in messages, f"no failing case says {expect!r}: {messages[:1500]}"
     assert not any("not implemented yet" in c["message"] for c in failed)
+
+
+@pytest.mark.parametrize("module", MODULES, ids=[m.LESSON for m in MODULES])
+def test_every_mutant_edit_applies(tmp_path, module):
+    """Each edit matches the solution exactly once, here too where the mutant itself cannot run."""
+    for mutant in module.MUTANTS:
+        write_variant(tmp_path, mutant[2], src=ROOT / "solutions" / f"{module.LESSON}.ipynb")
+
+
+@pytest.mark.parametrize("lesson,exercise,name,edits,expect,needs", ALL, ids=[_id(m) for m in ALL])
+def test_mutant_rejected(tmp_path, lesson, exercise, name, edits, expect, needs):
+    from helpers.cudac import can_run, has_nvcc
+    if needs == "cuda" and can_run():
+        pytest.skip(f"caught only by running the kernel: {can_run()} (make test-gpu runs it)")
+    if needs == "nvcc" and not has_nvcc():
+        pytest.skip("caught by compiling: needs nvcc")
+    assert_rejected(tmp_path, lesson, exercise, name, edits, expect)

@@ -29,9 +29,9 @@ def _solution_only_lines(path):
         region = False
         for line in src.splitlines():
             t = line.strip()
-            if t == "### BEGIN SOLUTION":
+            if t.endswith("### BEGIN SOLUTION"):  # "### ..." in Python, "// ### ..." inside CUDA C strings
                 region = True
-            elif t == "### END SOLUTION":
+            elif t.endswith("### END SOLUTION"):
                 region = False
             elif len(t) >= 16 and not t.startswith("#"):
                 (inside if region else outside).add(t)

@@ -2,8 +2,9 @@
 
 Solution regions (### BEGIN SOLUTION ... ### END SOLUTION) become a stub that is valid both in
 plain Python and inside a @triton.jit body (`pass`; nbgrader's default `raise NotImplementedError()`
-does not compile in a Triton kernel). Outputs are stripped; checksums are computed so nbgrader
-knows untouched answer cells. `--check` exits 1 when notebooks/ is stale.
+does not compile in a Triton kernel). Inside a CUDA C string (lesson 03) that stub becomes the C
+comment `// YOUR CODE HERE`. Outputs are stripped; checksums are computed so nbgrader knows untouched
+answer cells. `--check` exits 1 when notebooks/ is stale.
 """
 from __future__ import annotations
 
@@ -13,11 +14,38 @@ from pathlib import Path
 
 import nbformat
 from nbgrader.preprocessors import (CheckCellMetadata, ClearHiddenTests, ClearMarkScheme, ClearOutput,
-                                    ClearSolutions, ComputeChecksums, LockCells)
+                                    ClearSolutions, ComputeChecksums, LockCells, NbGraderPreprocessor)
 from traitlets.config import Config
 
 ROOT = Path(__file__).resolve().parent.parent
 STUB = "# YOUR CODE HERE\npass"
+C_STUB = "// YOUR CODE HERE"
+
+
+def c_stubs(source: str) -> str:
+    """Inside triple-quoted strings (CUDA C), turn nbgrader's Python stub lines into one C comment."""
+    out, in_string = [], False
+    lines = source.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if (in_string and line.strip() == STUB.split("\n")[0] and i + 1 < len(lines)
+                and lines[i + 1].strip() == "pass"):
+            out.append(line[:len(line) - len(line.lstrip())] + C_STUB)
+            i += 2
+            continue
+        out.append(line)
+        if line.count('"""') % 2 == 1:
+            in_string = not in_string
+        i += 1
+    return "\n".join(out)
+
+
+class CStubs(NbGraderPreprocessor):
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type == "code":
+            cell.source = c_stubs(cell.source)
+        return cell, resources
 
 
 def student_copy(src: Path) -> str:
@@ -25,7 +53,7 @@ def student_copy(src: Path) -> str:
     cfg = Config()
     cfg.ClearSolutions.code_stub = {"python": STUB}
     resources = {}
-    for pp in (LockCells, ClearSolutions, ClearOutput, ClearHiddenTests, ClearMarkScheme, CheckCellMetadata,
+    for pp in (LockCells, ClearSolutions, CStubs, ClearOutput, ClearHiddenTests, ClearMarkScheme, CheckCellMetadata,
                ComputeChecksums):
         nb, resources = pp(config=cfg).preprocess(nb, resources)
     for cell in nb.cells:

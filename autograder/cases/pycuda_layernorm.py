@@ -1,0 +1,129 @@
+"""Hidden cases of lesson 03 (CUDA C with PyCUDA and cooperative groups); machinery in autograder/rowcases.py.
+
+Every exercise first compiles the student's CUDA string with nvcc for sm_80 and sm_90 (runs without a
+GPU); the numeric cases need a GPU with PyCUDA and are reported as skipped elsewhere.
+"""
+from __future__ import annotations
+
+import torch
+
+from ..rowcases import LAYERNORM, RMSNORM, SOFTMAX, Spec, exercise
+
+LESSON = "03_pycuda_layernorm"
+BIG_MEAN = ("These rows have mean 1e4: E[x^2] - E[x]^2 in float32 cancels every digit of a variance of 1 "
+            "(catastrophic cancellation); subtract the mean first (two passes over registers, or Chan's merge)")
+MASKED = ("Lanes past C must not count: load them as 0 and leave them out of the variance (each would add "
+          "mean^2), and never store past the row")
+
+REGS = tuple(f"layernorm_regs_k{k}{v}" for v in ("", "_vec") for k in (1, 2, 4, 8))
+BLOCK = tuple(f"layernorm_block_k{k}{v}" for v in ("", "_vec") for k in (4, 8, 16))
+
+BAD = [
+    Spec("bad input: float16 x (these kernels take float32)", (4, 64), bad="fp16", seed=90),
+    Spec("bad input: weight of the wrong shape", (4, 64), bad="weight_shape", seed=91),
+    Spec("bad input: last dim not contiguous", (64, 8), bad="last_dim_stride", seed=92),
+    Spec("bad input: x on the CPU", (4, 64), bad="cpu", seed=93),
+]
+
+RMS = [
+    Spec("1x1: a single element", (1, 1)),
+    Spec("C=7, M=13 (not a multiple of 8 rows per block)", (13, 7), seed=1),
+    Spec("C=768 (GPT-2), 37 rows", (37, 768), seed=2),
+    Spec("C=1000 (not a multiple of 32)", (37, 1000), seed=3),
+    Spec("C=4097", (9, 4097), seed=4),
+    Spec("C=65536", (3, 65536), seed=5),
+    Spec("3-D input (4, 9, 300)", (4, 9, 300), seed=6),
+    Spec("zero rows (y = 0, rstd = 1/sqrt(eps))", (9, 100), zero_rows=(2, 5), seed=7),
+    Spec("eps matters: |x|~1e-3, eps=1e-3", (16, 500), eps=1e-3, scale=1e-3, seed=8),
+    Spec("no weight", (6, 1000), weight="none", seed=9),
+    Spec("non-contiguous rows (row stride C+37)", (50, 781), row_pad=37, seed=10),
+    Spec("1-D input: a single row of 640", (640,), seed=11),
+    Spec("2000 short rows of 64", (2000, 64), seed=12),
+] + BAD
+
+LN_COMMON = [
+    Spec("1x1: a single element (y = bias)", (1, 1), eps=1e-5),
+    Spec("C=7, M=13 (not a multiple of 8 rows per block)", (13, 7), eps=1e-5, seed=1),
+    Spec("C=768 (GPT-2): float4 path", (37, 768), eps=1e-5, seed=2),
+    Spec("C=1000, C % 4 == 0 but not % 32", (37, 1000), eps=1e-5, seed=3),
+    Spec("C=999: the scalar path with a tail", (11, 999), eps=1e-5, hint=MASKED, seed=4),
+    Spec("zero rows (y = bias, rstd = 1/sqrt(eps))", (9, 100), zero_rows=(2, 5), eps=1e-5, seed=5),
+    Spec("constant rows x = 1e4 (variance exactly 0)", (8, 333), const=1e4, eps=1e-5, seed=6),
+    Spec("eps matters: |x|~1e-3, eps=1e-3", (16, 500), eps=1e-3, scale=1e-3, seed=7),
+    Spec("3-D input (4, 9, 300)", (4, 9, 300), eps=1e-5, seed=8),
+    Spec("non-contiguous rows (row stride C+37)", (50, 781), row_pad=37, eps=1e-5, seed=9),
+    Spec("no weight, no bias", (6, 1000), weight="none", eps=1e-5, seed=10),
+    Spec("weight but no bias", (10, 640), bias=False, eps=1e-5, seed=11),
+    Spec("1-D input: a single row of 640", (640,), eps=1e-5, seed=12),
+    Spec("bad input: bias of the wrong shape", (4, 64), bad="bias_shape", seed=13),
+] + BAD
+
+
+def big_mean(shape, stat_rtol=5e-5, seed=30):
+    return Spec(f"rows with mean 1e4, std 1, C={shape[-1]} (one-pass variance fails)", shape, offset=1e4, eps=1e-5,
+                atol=1e-2, stat_rtol=stat_rtol, hint=BIG_MEAN, seed=seed)
+
+
+# Last in each list: a misaligned x faults a float4 load ("misaligned address"), which spoils the CUDA
+# context for every later case of the exercise.
+def misaligned(shape, seed=99):
+    return Spec(f"x 4 bytes past a 16-byte boundary, C={shape[-1]} (no float4 loads)", shape, eps=1e-5,
+                misalign=True, seed=seed)
+
+
+exercise(LESSON, RMSNORM, "rmsnorm_warp", "v2 RMSNorm: one warp per row, rsqrtf",
+         ("rmsnorm_warp", "RMSNORM_WARP_SRC"), ("rmsnorm_warp",), RMS, cuda_source="RMSNORM_WARP_SRC")
+
+exercise(LESSON, LAYERNORM, "layernorm_regs", "v3 LayerNorm: one warp per row, the row in registers",
+         ("layernorm_regs", "LAYERNORM_REGS_SRC"), REGS, LN_COMMON + [
+             Spec("C=1024: the longest row a warp holds", (6, 1024), eps=1e-5, seed=20),
+             Spec("C=129: one column past K=1", (5, 129), eps=1e-5, seed=21),
+             big_mean((64, 1000)),
+             Spec("bad input: C=1025 is too long for one warp's registers", (2, 1025), bad="too_long", seed=22),
+             misaligned((8, 768)),
+         ], cuda_source="LAYERNORM_REGS_SRC")
+
+exercise(LESSON, LAYERNORM, "layernorm_block", "v4 LayerNorm: one block per row, the row in registers",
+         ("layernorm_block", "LAYERNORM_BLOCK_SRC"), BLOCK, LN_COMMON + [
+             Spec("C=4097", (9, 4097), eps=1e-5, seed=20),
+             Spec("C=16384, 64 rows (every warp of a 1024-thread block)", (64, 16384), eps=1e-5, seed=21),
+             Spec("C=40000 (K=16, 1024 threads)", (3, 40000), eps=1e-5, seed=22),
+             Spec("C=65536, the longest row a block holds", (3, 65536), eps=1e-5, seed=23),
+             big_mean((32, 20000)),
+             Spec("bad input: C=65537 is too long for one block's registers", (2, 65537), bad="too_long", seed=24),
+             misaligned((8, 8192)),
+         ], cuda_source="LAYERNORM_BLOCK_SRC")
+
+exercise(LESSON, LAYERNORM, "layernorm_welford", "v5 LayerNorm: Welford in one pass, Chan merges, any C",
+         ("layernorm_welford", "LAYERNORM_WELFORD_SRC"), ("layernorm_welford",), LN_COMMON + [
+             Spec("C=4097", (9, 4097), eps=1e-5, seed=20),
+             Spec("C=65536", (3, 65536), eps=1e-5, seed=21),
+             Spec("C=131072 (longer than any register budget)", (2, 131072), eps=1e-5, seed=22),
+             Spec("C=70001 (scalar path, long)", (2, 70001), eps=1e-5, seed=23),
+             # Chan merges round a running mean near 1e4 to float32 spacing (~1e-3): 7e-5 measured on an H100.
+             big_mean((64, 1600), stat_rtol=3e-4),
+             big_mean((4, 50000), stat_rtol=3e-4, seed=31),
+             misaligned((8, 4096)),
+         ], cuda_source="LAYERNORM_WELFORD_SRC")
+
+exercise(LESSON, SOFTMAX, "softmax_online", "v6 softmax: one warp per row, (m, l) merged across the warp",
+         ("softmax_online", "SOFTMAX_ONLINE_SRC"), ("softmax_online",), [
+             Spec("1x1: softmax of one element is 1", (1, 1), weight="none"),
+             Spec("C=7, M=13 (not a multiple of 8 rows per block)", (13, 7), weight="none", seed=1),
+             Spec("C=768, 37 rows", (37, 768), weight="none", seed=2),
+             Spec("C=4097", (9, 4097), weight="none", seed=3),
+             Spec("C=65536", (3, 65536), weight="none", seed=4),
+             Spec("large logits x*100 (exp(x) overflows float32)", (64, 1000), weight="none", scale=100.0, seed=5,
+                  hint="subtract the row max before exp: exp(x - m) <= 1"),
+             Spec("every 5th logit is -inf (masked positions)", (9, 4097), weight="none", neg_inf_every=5, seed=6,
+                  hint="-inf must give exp(-inf) = 0, never exp(-inf - (-inf)) = NaN"),
+             Spec("the first logit of each row is -inf, C=7", (16, 7), weight="none", neg_inf_every=7, seed=7,
+                  hint="a lane whose values so far are all -inf holds (m, l) = (-inf, 0)"),
+             Spec("constant rows (uniform 1/C)", (8, 333), weight="none", const=3.0, seed=8),
+             Spec("3-D input (4, 9, 300)", (4, 9, 300), weight="none", seed=9),
+             Spec("non-contiguous rows (row stride C+37)", (50, 781), weight="none", row_pad=37, seed=10),
+             Spec("1-D input: a single row of 640", (640,), weight="none", seed=11),
+             Spec("bad input: float16 x", (4, 64), weight="none", bad="fp16", seed=90),
+             Spec("bad input: last dim not contiguous", (64, 8), weight="none", bad="last_dim_stride", seed=92),
+             Spec("bad input: x on the CPU", (4, 64), weight="none", bad="cpu", seed=93),
+         ], cuda_source="SOFTMAX_ONLINE_SRC")

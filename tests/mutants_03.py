@@ -1,0 +1,114 @@
+"""Deliberately wrong versions of the lesson 03 solution (CUDA C; see tests/mutants_04.py for the format).
+
+Most are caught only by running the kernel (NEEDS = "cuda": `make test-gpu` runs them, through the
+CLI so that a kernel fault stays in its own process); the ones marked "nvcc" fail to compile and are
+caught on any machine with nvcc.
+"""
+LESSON = "03_pycuda_layernorm"
+NEEDS = "cuda"
+
+RMS_HEAD = ("extern \"C\" __global__ void rmsnorm_warp(float* __restrict__ y, float* __restrict__ rstd_out,\n"
+            "                                        const float* __restrict__ x, const float* __restrict__ weight,\n"
+            "                                        int M, int C, float eps) {\n"
+            "    cg::thread_block block = cg::this_thread_block();\n"
+            "    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);\n")
+RMS_SQ = "sq += v * v; }\n    float rstd = rsqrtf(cg::reduce(warp, sq, cg::plus<float>()) / C + eps);"
+RMS_LAUNCH = "    kernel = load_module(RMSNORM_WARP_SRC).get_function(\"rmsnorm_warp\")\n"
+REGS_D = ("int c = 4 * (k * 32 + lane);\n#pragma unroll\n        for (int j = 0; j < 4; ++j) {\n"
+          "            float d = c + j < C ? v[4 * k + j] - mean : 0.f;\n            sq += d * d;")
+REGS_RSTD = "    }\n    float rstd = rsqrtf(cg::reduce(warp, sq, cg::plus<float>()) / C + eps);"
+REGS_STATS = "        }\n    }\n    if (lane == 0) { mean_out[row] = mean; rstd_out[row] = rstd; }"
+BLOCK_D = ("int c = 4 * (k * T + t);\n#pragma unroll\n        for (int j = 0; j < 4; ++j) {\n"
+           "            float d = c + j < C ? v[4 * k + j] - mean : 0.f;")
+FIRST_SYNC = "    block.sync();                                   // every partial written before anyone reads\n"
+
+MUTANTS = [
+    # --- rmsnorm_warp (v2)
+    ("rmsnorm_warp", "eps outside the rsqrt", [(RMS_SQ, RMS_SQ.replace("/ C + eps)", "/ C) + eps"))], "constant factor"),
+    ("rmsnorm_warp", "sum instead of mean", [(RMS_SQ, RMS_SQ.replace(" / C + eps", " + eps"))], "constant factor"),
+    ("rmsnorm_warp", "wrong warp index (threads, not warps, per block)",
+     [(RMS_HEAD + "    int row = blockIdx.x * warp.meta_group_size() + warp.meta_group_rank();",
+       RMS_HEAD + "    int row = blockIdx.x * blockDim.x + warp.meta_group_rank();")], "never written"),
+    ("rmsnorm_warp", "rstd never stored", [("    if (lane == 0) rstd_out[row] = rstd;\n", "")], "never written"),
+    ("rmsnorm_warp", "grid of M // 8 blocks (drops the last rows)",
+     [("kernel(y, rstd, x2, weight, np.int32(M), np.int32(C), np.float32(eps),\n           grid=(cdiv(M, WARPS_PER_BLOCK),)",
+       "kernel(y, rstd, x2, weight, np.int32(M), np.int32(C), np.float32(eps),\n           grid=(max(1, M // WARPS_PER_BLOCK),)")],
+     "never written"),
+    ("rmsnorm_warp", "weight ignored", [("yr[i] = weight ? v * weight[i] : v;", "yr[i] = v;")], "elements off"),
+    ("rmsnorm_warp", "calls F.rms_norm instead of the kernel",
+     [(RMS_LAUNCH, "    y.view(M, C).copy_(torch.nn.functional.rms_norm(x2, (C,), weight, eps))\n"
+                   "    rstd.copy_(torch.rsqrt(x2.pow(2).mean(-1) + eps))\n"
+                   "    return y.view(x.shape), rstd.view(x.shape[:-1])\n" + RMS_LAUNCH)], "rms_norm"),
+    ("rmsnorm_warp", "kernel not extern \"C\" (C++ mangles its name)",
+     [("extern \"C\" __global__ void rmsnorm_warp(", "__global__ void rmsnorm_warp(")], "no kernel named", "nvcc"),
+    # --- layernorm_regs (v3)
+    ("layernorm_regs", "masked lanes in the variance",
+     [(REGS_D, REGS_D.replace("float d = c + j < C ? v[4 * k + j] - mean : 0.f;", "float d = v[4 * k + j] - mean;"))],
+     "rstd"),
+    ("layernorm_regs", "one-pass variance E[x^2] - E[x]^2",
+     [(REGS_D, REGS_D.replace("float d = c + j < C ? v[4 * k + j] - mean : 0.f;", "float d = v[4 * k + j];")),
+      (REGS_RSTD, REGS_RSTD.replace("/ C + eps)", "/ C - mean * mean + eps)"))], "cancellation"),
+    ("layernorm_regs", "eps outside the rsqrt", [(REGS_RSTD, REGS_RSTD.replace("/ C + eps)", "/ C) + eps"))],
+     "constant factor"),
+    ("layernorm_regs", "mean never stored",
+     [(REGS_STATS, REGS_STATS.replace("mean_out[row] = mean; ", ""))], "never written"),
+    ("layernorm_regs", "K too small: half the row never loaded",
+     [("    while 128 * K < C:\n", "    while 256 * K < C:\n")], "never written"),
+    ("layernorm_regs", "no tail check on the scalar store",
+     [("                int i = c + j;\n                if (i < C) {\n                    float o = (v[4 * k + j] - mean) * rstd;\n"
+       "                    if (weight) o *= weight[i];\n                    if (bias) o += bias[i];\n                    __stcs(yr + i, o);\n"
+       "                }\n            }\n        }\n    }\n    if (lane == 0)",
+       "                int i = c + j;\n                {\n                    float o = (v[4 * k + j] - mean) * rstd;\n"
+       "                    __stcs(yr + i, o);\n"
+       "                }\n            }\n        }\n    }\n    if (lane == 0)")], ""),
+    ("layernorm_regs", "float4 load of a float pointer (a type error)",
+     [("int c = 4 * (k * 32 + lane);\n        if (VEC) {\n            float4 q = c < C ? __ldcs(reinterpret_cast<const float4*>(xr + c))",
+       "int c = 4 * (k * 32 + lane);\n        if (VEC) {\n            float4 q = c < C ? __ldcs(xr + c)")], "nvcc", "nvcc"),
+    # --- layernorm_block (v4)
+    ("layernorm_block", "missing block.sync() between writing and reading the partials", [(FIRST_SYNC, "")], ""),
+    ("layernorm_block", "wrong warp index for the partial (lane, not warp)",
+     [("if (warp.thread_rank() == 0) partial[warp.meta_group_rank()] = v;",
+       "if (warp.thread_rank() == 0) partial[warp.thread_rank()] = v;")], ""),
+    ("layernorm_block", "masked lanes in the variance",
+     [(BLOCK_D, BLOCK_D.replace("float d = c + j < C ? v[4 * k + j] - mean : 0.f;", "float d = v[4 * k + j] - mean;"))],
+     "rstd"),
+    ("layernorm_block", "sum instead of mean",
+     [("float mean = block_sum(sum, block, warp, partial) / C;", "float mean = block_sum(sum, block, warp, partial);")],
+     "mean"),
+    ("layernorm_block", "eps outside the rsqrt",
+     [("float rstd = rsqrtf(block_sum(sq, block, warp, partial) / C + eps);",
+       "float rstd = rsqrtf(block_sum(sq, block, warp, partial) / C) + eps;")], "constant factor"),
+    ("layernorm_block", "threads rounded down: the row's tail never loaded",
+     [("threads = max(32, cdiv(cdiv(C, 4 * K), 32) * 32)", "threads = max(32, cdiv(C, 4 * K) // 32 * 32)")],
+     "never written"),
+    # --- layernorm_welford (v5)
+    ("layernorm_welford", "Chan merge with equal weights", [("float wb = b.n / n;", "float wb = 0.5f;")], "mean"),
+    ("layernorm_welford", "Chan merge without the between-set term",
+     [("a.m2 + b.m2 + delta * delta * a.n * wb}", "a.m2 + b.m2}")], "elements off"),
+    ("layernorm_welford", "shfl_down instead of shfl_xor (only lane 0 gets the total)",
+     [("Stats o = {warp.shfl_xor(s.n, offset), warp.shfl_xor(s.mean, offset), warp.shfl_xor(s.m2, offset)};",
+       "Stats o = {warp.shfl_down(s.n, offset), warp.shfl_down(s.mean, offset), warp.shfl_down(s.m2, offset)};")], ""),
+    ("layernorm_welford", "missing block.sync() before reading the warps' statistics",
+     [("    block.sync();\n    Stats w = ", "    Stats w = ")], ""),
+    ("layernorm_welford", "unbiased variance (C - 1)",
+     [("float rstd = rsqrtf(s.m2 / C + eps);", "float rstd = rsqrtf(s.m2 / (C - 1) + eps);")], ""),
+    ("layernorm_welford", "scalar path drops the last element",
+     [("for (int c = t; c < C; c += T) s = chan_merge(s, {1.f, __ldcg(xr + c), 0.f});",
+       "for (int c = t; c < C - 1; c += T) s = chan_merge(s, {1.f, __ldcg(xr + c), 0.f});")], "mean"),
+    # --- softmax_online (v6)
+    ("softmax_online", "no max subtracted (naive exp)",
+     [("        if (v > m) { l = l * expf(m - v) + 1.f; m = v; }\n        else if (v != -INFINITY) l += expf(v - m);",
+       "        l += expf(v); m = 0.f;")], "NaN"),
+    ("softmax_online", "merge without rescaling l", [("l = l * expf(m - mn) + l2 * expf(m2 - mn);", "l = l + l2;")],
+     ""),
+    ("softmax_online", "shfl_down instead of shfl_xor",
+     [("float m2 = warp.shfl_xor(m, offset), l2 = warp.shfl_xor(l, offset);",
+       "float m2 = warp.shfl_down(m, offset), l2 = warp.shfl_down(l, offset);")], ""),
+    ("softmax_online", "no guard for two empty sets (exp(-inf - -inf) = NaN)",
+     [("    if (mn == -INFINITY) return;                  // both empty (or all -inf): nothing to add\n", "")], "NaN"),
+    ("softmax_online", "-inf element into an empty lane",
+     [("else if (v != -INFINITY) l += expf(v - m);", "else l += expf(v - m);")], "NaN"),
+    ("softmax_online", "grid of M // 8 blocks (drops the last rows)",
+     [("kernel(y, x2, np.int32(M), np.int32(C), grid=(cdiv(M, WARPS_PER_BLOCK),)",
+       "kernel(y, x2, np.int32(M), np.int32(C), grid=(max(1, M // WARPS_PER_BLOCK),)")], "never written"),
+]

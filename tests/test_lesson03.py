@@ -1,0 +1,132 @@
+"""Lesson 03 (CUDA C with PyCUDA) on any machine: the nvcc compile checks, the launch wrapper's clear
+errors, the stub handling, and the references. The numerics run in `make test-gpu`."""
+import numpy as np
+import pytest
+import torch
+
+from autograder import for_lesson
+from autograder.notebook import load
+from conftest import ROOT
+from helpers import cudac, softmax_ref
+from helpers.validate import check_rows_input
+
+LESSON = "03_pycuda_layernorm"
+needs_nvcc = pytest.mark.skipif(not cudac.has_nvcc(), reason="needs nvcc")
+
+GOOD = r"""
+extern "C" __global__ void scale(float* y, const float* x, int n, float a) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i];
+}
+"""
+
+
+def test_nbgrader_python_stub_becomes_a_c_comment():
+    src = 'extern "C" __global__ void k(float* y) {\n    # YOUR CODE HERE\n    pass\n}\n'
+    out = cudac.c_source(src)
+    assert "    // # YOUR CODE HERE" in out and "    // pass" in out and "\n    pass" not in out
+
+
+@pytest.mark.parametrize("bad,err", [(None, TypeError), (b"int x;", TypeError), ("   \n", ValueError)])
+def test_c_source_rejects_what_is_not_cuda_text(bad, err):
+    with pytest.raises(err):
+        cudac.c_source(bad)
+
+
+@needs_nvcc
+def test_compile_check_passes_good_code_and_names_its_kernels():
+    assert cudac.compile_check(GOOD, ("scale",)) == "compiles for sm_80, sm_90; exports scale"
+
+
+@needs_nvcc
+def test_compile_errors_quote_nvcc_with_the_line():
+    with pytest.raises(cudac.CudaCompileError, match=r"line \(4\).*undefined"):
+        cudac.compile_check(GOOD.replace("a * x[i]", "a * z[i]"), ("scale",))
+
+
+@needs_nvcc
+def test_a_mangled_kernel_name_is_reported():
+    with pytest.raises(cudac.CudaCompileError, match='no kernel named scale.*extern "C"'):
+        cudac.compile_check(GOOD.replace('extern "C" ', ""), ("scale",))
+
+
+@needs_nvcc
+def test_every_student_cuda_string_compiles_before_any_work():
+    """The student starts from code that compiles: each stub is a C comment, not Python."""
+    ns, errors = load(ROOT / "notebooks" / f"{LESSON}.ipynb")
+    assert not errors
+    for ex in for_lesson(LESSON):
+        src = ns[ex.functions[1]]
+        assert "// YOUR CODE HERE" in src and "pass" not in src.split("YOUR CODE HERE")[1].split("\n")[1]
+        cudac.compile_check(src, ex.kernels)
+
+
+def test_without_a_gpu_kernels_cannot_run_and_say_why():
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is here")
+    assert cudac.can_run() == "needs a CUDA GPU"
+    with pytest.raises(RuntimeError, match="cannot run here: needs a CUDA GPU"):
+        cudac.context()
+
+
+def test_launch_arguments_need_their_c_type():
+    with pytest.raises(TypeError, match=r"np.int32\(C\)"):
+        cudac._arg("k", 3, 1024)
+    with pytest.raises(TypeError, match="Python float"):
+        cudac._arg("k", 4, 1e-5)
+    with pytest.raises(TypeError, match="on cpu"):
+        cudac._arg("k", 0, torch.zeros(3))
+    assert cudac._arg("k", 1, None) == 0
+    assert cudac._arg("k", 2, np.int32(7)) == 7
+
+
+@pytest.mark.parametrize("dims,what,err", [(0, "block", ValueError), ((2048,), "block", ValueError),
+                                           ("8", "grid", TypeError), ((1, 2, 3, 4), "grid", TypeError),
+                                           ((-1,), "grid", ValueError)])
+def test_bad_launch_dimensions(dims, what, err):
+    with pytest.raises(err):
+        cudac._dims(dims, what, (2**31 - 1, 65535, 65535) if what == "grid" else (1024, 1024, 64))
+
+
+def test_more_than_1024_threads_per_block_is_refused():
+    k = cudac.CudaKernel(function=lambda *a, **kw: pytest.fail("must not launch"), name="k")
+    with pytest.raises(ValueError, match="more than 1024 threads"):
+        k(grid=(1,), block=(32, 64))
+
+
+def test_softmax_ref_is_float64_and_masks_minus_inf():
+    x = torch.randn(3, 7) * 50
+    x[:, 2] = float("-inf")
+    y = softmax_ref(x)
+    assert y.dtype == torch.float64
+    assert torch.allclose(y, torch.softmax(x.double(), -1), atol=1e-15)
+    assert (y[:, 2] == 0).all() and torch.allclose(y.sum(-1), torch.ones(3, dtype=torch.float64))
+
+
+def test_rows_input_can_restrict_dtypes_and_say_what_to_use_for_longer_rows():
+    x = torch.randn(2, 8, dtype=torch.float16)
+    with pytest.raises(TypeError, match=r"one of \(float32\) for this CUDA kernel, got torch.float16"):
+        check_rows_input(x, dtypes=(torch.float32,), what="CUDA kernel")
+    with pytest.raises(ValueError, match="at most 4 elements.*use layernorm_block"):
+        check_rows_input(x.float(), max_n=4, what="warp kernel", longer="use layernorm_block for longer rows")
+
+
+def test_ladder_benchmark_tells_kernels_apart_by_signature():
+    from helpers.bench_cuda03 import check, kind_of
+
+    assert kind_of(lambda x, weight=None, bias=None, eps=1e-5: 0) == "layernorm"
+    assert kind_of(lambda x, weight=None, eps=1e-6: 0) == "rmsnorm"
+    assert kind_of(lambda x: 0) == "softmax"
+    x, w, b = torch.randn(4, 16), torch.rand(16) + 0.5, torch.randn(16)
+    y = torch.nn.functional.layer_norm(x, (16,), w, b, 1e-5)
+    assert check(("layernorm", (y, None, None)), (x, w, b))[0]
+    assert not check(("softmax", y), (x, w, b))[0]
+
+
+def test_make_notebooks_turns_stubs_inside_cuda_strings_into_c_comments():
+    import sys
+    sys.path.insert(0, str(ROOT / "tools"))
+    from make_notebooks import c_stubs
+
+    src = 'S = r"""\nvoid f() {\n    # YOUR CODE HERE\n    pass\n}\n"""\ndef g():\n    # YOUR CODE HERE\n    pass\n'
+    assert c_stubs(src) == 'S = r"""\nvoid f() {\n    // YOUR CODE HERE\n}\n"""\ndef g():\n    # YOUR CODE HERE\n    pass\n'
