@@ -115,7 +115,7 @@ def sweep(impls: dict[str, Callable], *, lesson: str, op: str, make_inputs: Call
         ms = time_ms(lambda: fn(*args))
         gbs = n_bytes(M, N, args) / ms * 1e-6
         rows.append(dict(lesson=lesson, op=op, impl=impl, dtype=dt, M=M, N=N, ms=round(ms, 5),
-                         gbs=round(gbs, 1), pct_copy=round(100 * gbs / roof, 1)))
+                         gbs=round(gbs, 1), pct_copy=round(100 * gbs / roof, 1), copy_gbs=round(roof, 1)))
     cache.clear()
     return dict(device=name, copy_gbs=round(roof, 1), copy_gbs_by_dtype={k: round(v, 1) for k, v in copies.items()},
                 datasheet_gbs=datasheet_gbs(name), rows=rows, failures=failures)
@@ -182,8 +182,8 @@ def plot(results: dict, *, title: str | None = None, path: Path | str | None = N
     if not rows:
         raise ValueError("no rows to plot")
     dtypes = [d for d in DEFAULT_DTYPES if any(r["dtype"] == d for r in rows)]
-    fig, axes = plt.subplots(1, len(dtypes), figsize=(6.2 * len(dtypes), 4.6), squeeze=False, sharey=True)
-    roof = results["copy_gbs"]
+    fig, axes = plt.subplots(1, len(dtypes), figsize=(6.2 * len(dtypes) + 2.4, 4.6), squeeze=False, sharey=True)
+    roof = rows[0].get("copy_gbs", results["copy_gbs"])  # the roofline of the run these rows come from
     sheet = results.get("datasheet_gbs")
     impls = list(dict.fromkeys(r["impl"] for r in rows))
     for ax, dt in zip(axes[0], dtypes):
@@ -204,7 +204,7 @@ def plot(results: dict, *, title: str | None = None, path: Path | str | None = N
         ax.set_title(dt)
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("GB/s (compulsory bytes / time)")
-    axes[0][-1].legend(fontsize=7, loc="lower left")
+    axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))  # outside: no line hidden
     op = rows[0]["op"]
     fig.suptitle(title or f"{op} on {results['device']}")
     fig.tight_layout()
@@ -218,7 +218,8 @@ def print_table(results: dict) -> None:
     rows = results["rows"]
     for dt in [d for d in DEFAULT_DTYPES if any(r["dtype"] == d for r in rows)]:
         Ns = sorted({r["N"] for r in rows if r["dtype"] == dt})
-        print(f"\n{results['device']}  {dt}  (% of copy {results['copy_gbs']:.0f} GB/s; GB/s)")
+        copy = rows[0].get("copy_gbs", results["copy_gbs"])
+        print(f"\n{results['device']}  {dt}  (% of copy {copy:.0f} GB/s; GB/s)")
         print(f"{'impl':<22}" + "".join(f"{n:>13}" for n in Ns))
         for impl in dict.fromkeys(r["impl"] for r in rows):
             cells = []
@@ -236,6 +237,7 @@ def show_recorded(lesson: str, op: str, directory: Path | str = RESULTS_DIR):
         return []
     figs = []
     for res in found:
-        print(f"Recorded on {res['device']} (copy {res['copy_gbs']:.0f} GB/s); run this cell on a GPU to measure yours.")
+        copy = res["rows"][0].get("copy_gbs", res["copy_gbs"])
+        print(f"Recorded on {res['device']} (copy {copy:.0f} GB/s); run this cell on a GPU to measure yours.")
         figs.append(plot(res, title=f"{op} on {res['device']} (recorded)"))
     return figs
