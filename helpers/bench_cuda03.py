@@ -13,6 +13,7 @@ from typing import Callable
 import torch
 
 from . import bench
+from .bench_layernorm import make_inputs, n_bytes  # same x, weight, bias and byte model as lesson 05
 from .compare import compare, tolerance_for
 from .reference import layernorm_ref, rmsnorm_ref, softmax_ref
 
@@ -52,18 +53,6 @@ def peers() -> dict[str, Callable]:
     return {"F.layer_norm": lambda x, w, b: ("layernorm", torch.nn.functional.layer_norm(x, (x.shape[-1],), w, b, EPS))}
 
 
-def make_inputs(M, N, dtype):
-    x = torch.randn(M, N, device="cuda", dtype=dtype)
-    w = torch.randn(N, device="cuda", dtype=dtype) * 0.5 + 1
-    b = torch.randn(N, device="cuda", dtype=dtype) * 0.5
-    return x, w, b
-
-
-def n_bytes(M, N, args):
-    x, w, _ = args
-    return 2 * M * N * x.element_size() + 2 * N * w.element_size()
-
-
 def check(tagged, args, rows: int = 64):
     """tagged = (kind, output) from an adapted launcher; compare y with that kind's float64 reference."""
     kind, out = tagged
@@ -79,9 +68,17 @@ def check(tagged, args, rows: int = 64):
     return r.ok, r.message
 
 
-def run(impls: dict[str, Callable], *, with_peers: bool = True, Ns=bench.DEFAULT_NS, plot: bool = True,
-        progress: bool = True) -> dict:
-    """Sweep the ladder's launchers (and F.layer_norm) over C at M*C = 64 Mi float32 elements."""
+def unavailable() -> str | None:
+    """Why the ladder cannot run here (no GPU, PyCUDA or nvcc), or None."""
+    from .cudac import can_run
+    return can_run()
+
+
+def run(impls: dict[str, Callable], *, with_peers: bool = True, Ns=bench.DEFAULT_NS, dtypes=("float32",),
+        plot: bool = True, progress: bool = True) -> dict:
+    """Sweep the ladder's launchers (and F.layer_norm) over C at M*C = 64 Mi elements; float32 only."""
+    if "float32" not in dtypes:
+        raise ValueError(f"lesson 03's kernels take float32 only, asked for {tuple(dtypes)}")
     fns = {name: _adapt(fn, kind_of(fn)) for name, fn in impls.items()}
     if with_peers:
         fns.update(peers())

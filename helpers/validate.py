@@ -35,7 +35,7 @@ def check_rows_input(x, weight=None, eps: float = 1e-6, *, bias=None, max_n: int
                          "pass x.contiguous()")
     want = device()
     if x.device.type != want:
-        raise ValueError(f"x is on {x.device}, but Triton runs on {want} here: move it with x.to('{want}')")
+        raise ValueError(f"x is on {x.device}, but this {what} runs on {want} here: move it with x.to('{want}')")
     for name, p in (("weight", weight), ("bias", bias)):
         if p is None:
             continue

@@ -43,7 +43,11 @@ def assert_rejected(tmp_path, lesson, exercise, name, edits, expect):
     path = write_variant(tmp_path, edits, src=ROOT / "solutions" / f"{lesson}.ipynb")
     ns, errors = load(path)
     assert not errors, errors
-    result = grade(get(exercise), ns)
+    assert_result_rejects(grade(get(exercise), ns), name, expect)
+
+
+def assert_result_rejects(result, name, expect):
+    """A graded exercise (in process or from the CLI's JSON) lost points, with `expect` in a message."""
     failed = [c for c in result["cases"] if not c["passed"] and not c["skipped"]]
     assert failed, f"mutant '{name}' scored full marks"
     assert result["earned"] < result["possible"]
