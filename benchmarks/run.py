@@ -33,7 +33,8 @@ def _lesson_05(ns):
     return mod, {"solution: layernorm (dispatch)": ns["layernorm"],
                  "solution: tile (ex. 1)": ns["layernorm_fwd"],
                  "solution: 3-pass looped (ex. 2)": ns["layernorm_fwd_fixed"],
-                 "solution: Chan looped (ex. 3)": ns["layernorm_fwd_looped"]}
+                 "solution: Chan looped (ex. 3)": ns["layernorm_fwd_looped"],
+                 "solution: split rows (given)": ns["layernorm_fwd_split"]}
 
 
 LESSONS = {"03": ("03_pycuda_layernorm", _lesson_03), "04": ("04_triton_rmsnorm", _lesson_04),

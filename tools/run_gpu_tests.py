@@ -1,4 +1,4 @@
-"""make test-gpu: the GPU-marked tests, split into shards that run side by side.
+"""make test-gpu: the GPU-marked tests (marker gpu, any file under tests/), split into shards that run side by side.
 
 Each mutant compiles its kernels for every hidden case; one process would take longer than a
 device session allows. Shards share Triton's on-disk cache. Exit status: non-zero if any shard fails.
@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PYTEST = [sys.executable, "-m", "pytest", "-o", "addopts=", "-q", "-m", "gpu", "-p", "no:cacheprovider", "tests/test_gpu.py"]
+PYTEST = [sys.executable, "-m", "pytest", "-o", "addopts=", "-q", "-m", "gpu", "-p", "no:cacheprovider", "tests/"]
 
 
 def main(argv=None) -> int:

@@ -10,6 +10,7 @@ F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
 BIG_MEAN = ("These rows have mean 1e4: E[x^2] - E[x]^2 in fp32 cancels every digit of a variance of 1 "
             "(catastrophic cancellation, lesson 02); subtract the mean first (two-pass or Chan's merge)")
 TILE, FIXED, LOOPED = "_layernorm_fwd_kernel", "_layernorm_fwd_fixed_kernel", "_layernorm_fwd_looped_kernel"
+SPLIT = "_layernorm_fwd_split_kernel"
 
 COMMON = [
     Spec("1x1: a single element (y = bias)", (1, 1), eps=1e-5),
@@ -64,7 +65,7 @@ exercise(LESSON, LAYERNORM, "layernorm_fwd_looped", "LayerNorm forward: two pass
          ("layernorm_fwd_looped", LOOPED), (LOOPED,), COMMON + LONG)
 
 exercise(LESSON, LAYERNORM, "layernorm", "LayerNorm forward: a dispatcher for every N",
-         ("layernorm",), (TILE, LOOPED),
+         ("layernorm",), (TILE, LOOPED, SPLIT),
          [s for s in COMMON if not s.bad] + [
              Spec("N=512 bf16 (1 KB rows) goes to the tile kernel", (64, 512), BF16, eps=1e-5, launches=TILE,
                   seed=50),
@@ -76,7 +77,9 @@ exercise(LESSON, LAYERNORM, "layernorm", "LayerNorm forward: a dispatcher for ev
                   launches=LOOPED, seed=56),
              Spec("N=16384 fp32 (64 KB rows) goes to the tile kernel", (2, 16384), eps=1e-5, launches=TILE,
                   seed=52),
-             Spec("N=70000 goes to the looped kernel", (2, 70000), eps=1e-5, launches=LOOPED, seed=53),
-             Spec("N=131072 bf16, mean 1e4, goes to the looped kernel", (2, 131072), BF16, offset=1e4, eps=1e-5,
-                  launches=LOOPED, seed=54),
+             Spec("N=32768 bf16 (64 KB rows) goes to the tile kernel", (2, 32768), BF16, eps=1e-5, launches=TILE, seed=57),
+             Spec("N=32769 goes to the split kernel", (2, 32769), eps=1e-5, launches=SPLIT, seed=58),
+             Spec("N=70000 goes to the split kernel", (2, 70000), eps=1e-5, launches=SPLIT, seed=53),
+             Spec("N=131072 bf16, mean 1e4, goes to the split kernel", (2, 131072), BF16, offset=1e4, eps=1e-5,
+                  launches=SPLIT, seed=54),
          ])
