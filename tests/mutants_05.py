@@ -66,7 +66,8 @@ MUTANTS = [
      [(DISPATCH, "    if N <= 32768 and not 1024 <= N <= 8192:\n        return layernorm_fwd(x, weight, bias, eps)\n")],
      "should launch"),
     ("layernorm", "long rows to the looped kernel, not the split one",
-     [("    return layernorm_fwd_split(x, weight, bias, eps)\n", "    return layernorm_fwd_looped(x, weight, bias, eps)\n")],
+     [("    return layernorm_fwd_split(x, weight, bias, eps)\n",
+       "    return layernorm_fwd_looped(x, weight, bias, eps)\n")],
      "should launch _layernorm_fwd_split_kernel"),
     ("layernorm", "calls F.layer_norm",
      [(DISPATCH, "    if N <= 32768:\n        return (torch.nn.functional.layer_norm(x, x.shape[-1:], weight, bias,"
