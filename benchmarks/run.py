@@ -25,7 +25,8 @@ def _lesson_04(ns):
     import helpers.bench_rmsnorm as mod
     return mod, {"solution: rmsnorm (dispatch)": ns["rmsnorm"],
                  "solution: one row/program": ns["rmsnorm_fwd"],
-                 "solution: persistent looped": ns["rmsnorm_fwd_looped"]}
+                 "solution: persistent looped": ns["rmsnorm_fwd_looped"],
+                 "solution: split rows (given)": ns["rmsnorm_fwd_split"]}
 
 
 def _lesson_05(ns):

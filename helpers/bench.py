@@ -1,8 +1,11 @@
 """Benchmark harness and roofline plots (DESIGN section 5).
 
 Bytes are the compulsory traffic (each input read once, each output written once). Time is the
-median of `triton.testing.do_bench` (L2 flushed between runs). The roofline is a device-to-device
-copy measured in the same process with the same timer; every point is labelled with its % of it.
+median of `triton.testing.do_bench` (L2 flushed between runs), taken in REPEATS passes over all the
+implementations of one (dtype, N), interleaved; each point keeps its fastest pass, so that a few
+seconds of interference (seen on a lent H100: every kernel timed in one stretch at a third of its
+speed) cannot stand in for a kernel's speed. The roofline is a device-to-device copy measured in the
+same process with the same timer and the same rule; every point is labelled with its % of it.
 Every implementation's output is checked against the float64 reference once before it is timed.
 On a machine without a GPU, `benchmark_or_recorded` shows the recorded results instead.
 """
@@ -19,6 +22,7 @@ RESULTS_DIR = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 DEFAULT_NS = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
 DEFAULT_DTYPES = ("bfloat16", "float16", "float32")
 TOTAL_ELEMENTS = 64 * 1024 * 1024
+REPEATS = 2   # interleaved timing passes per (dtype, N); each point keeps its fastest
 # Datasheet HBM bandwidth in GB/s, matched against the device name (a second, dotted line).
 DATASHEET_GBS = {"H200": 4800.0, "H100 80GB HBM3": 3350.0, "H100 NVL": 3900.0, "H100 PCIe": 2000.0,
                  "A100-SXM4-80GB": 2039.0, "A100-SXM4-40GB": 1555.0, "L4": 300.0, "T4": 320.0}
@@ -63,7 +67,7 @@ def copy_gbs(numel: int = TOTAL_ELEMENTS, dtype="float32") -> float:
         raise ValueError(f"numel must be positive, got {numel}")
     src = torch.randn(numel, device="cuda", dtype=_dtype(dtype))
     dst = torch.empty_like(src)
-    ms = time_ms(lambda: dst.copy_(src))
+    ms = min(time_ms(lambda: dst.copy_(src)) for _ in range(REPEATS))
     return 2 * src.numel() * src.element_size() / ms * 1e-6
 
 
@@ -91,32 +95,41 @@ def sweep(impls: dict[str, Callable], *, lesson: str, op: str, make_inputs: Call
     copies = {str(dt): copy_gbs(total, dt) for dt in dtypes}
     roof = max(copies.values())
     rows, failures = [], []
-    jobs = [(dt, N, impl) for dt in dtypes for N in Ns for impl in impls]
-    bar = tqdm(jobs, desc=f"{op} on {name}", disable=not progress)
-    cache = {}
-    for dt, N, impl in bar:
+    groups = [(dt, N) for dt in dtypes for N in Ns]
+    bar = tqdm(total=len(groups) * len(impls) * REPEATS, desc=f"{op} on {name}", disable=not progress)
+    args = None
+    for dt, N in groups:
         M = max(1, total // N)
-        key = (dt, N)
-        if key not in cache:
-            cache.clear()
-            torch.cuda.empty_cache()
-            cache[key] = make_inputs(M, N, _dtype(dt))
-        args = cache[key]
-        fn = impls[impl]
-        try:
-            ok, msg = check(fn(*args), args)
-        except NotApplicable:
-            continue
-        except Exception as e:  # an impl that cannot run this case is reported, not fatal
-            ok, msg = False, f"{type(e).__name__}: {e}"
-        if not ok:
-            failures.append(f"{impl} {dt} N={N}: {msg}")
-            continue
-        ms = time_ms(lambda: fn(*args))
-        gbs = n_bytes(M, N, args) / ms * 1e-6
-        rows.append(dict(lesson=lesson, op=op, impl=impl, dtype=dt, M=M, N=N, ms=round(ms, 5),
-                         gbs=round(gbs, 1), pct_copy=round(100 * gbs / roof, 1), copy_gbs=round(roof, 1)))
-    cache.clear()
+        args = None                        # free the previous inputs before making the next
+        torch.cuda.empty_cache()
+        args = make_inputs(M, N, _dtype(dt))
+        timed = {}
+        for impl, fn in impls.items():
+            try:
+                ok, msg = check(fn(*args), args)
+            except NotApplicable:
+                bar.update(REPEATS)
+                continue
+            except Exception as e:  # an impl that cannot run this case is reported, not fatal
+                ok, msg = False, f"{type(e).__name__}: {e}"
+            if ok:
+                timed[impl] = []
+            else:
+                failures.append(f"{impl} {dt} N={N}: {msg}")
+                bar.update(REPEATS)
+        for _ in range(REPEATS):
+            for impl in timed:
+                fn = impls[impl]
+                timed[impl].append(time_ms(lambda: fn(*args)))
+                bar.update(1)
+        for impl, runs in timed.items():
+            ms = min(runs)
+            gbs = n_bytes(M, N, args) / ms * 1e-6
+            rows.append(dict(lesson=lesson, op=op, impl=impl, dtype=dt, M=M, N=N, ms=round(ms, 5),
+                             ms_runs=[round(r, 5) for r in runs], gbs=round(gbs, 1),
+                             pct_copy=round(100 * gbs / roof, 1), copy_gbs=round(roof, 1)))
+    bar.close()
+    del args
     return dict(device=name, copy_gbs=round(roof, 1), copy_gbs_by_dtype={k: round(v, 1) for k, v in copies.items()},
                 datasheet_gbs=datasheet_gbs(name), rows=rows, failures=failures)
 

@@ -4,7 +4,7 @@ LESSON = "05_triton_layernorm"
 TILE_STORE_MEAN = "    tl.store(MEAN + rows, mean, mask=row_mask)\n"
 FIXED_STORE = "tl.store(y_row + cols, y.to(Y.dtype.element_ty), mask=cols < N)"
 LOOPED_STORE = "tl.store(y_row + cols, y.to(Y.dtype.element_ty), mask=mask)"
-DISPATCH = "    if N <= 32768 and not 2048 <= row_bytes <= 16384:\n        return layernorm_fwd(x, weight, bias, eps)\n"
+DISPATCH = "    if row_bytes < 2048:\n        return layernorm_fwd(x, weight, bias, eps)\n"
 
 MUTANTS = [
     # --- layernorm_fwd: a tile of rows in registers
@@ -60,10 +60,10 @@ MUTANTS = [
     ("layernorm", "forgets the bias on short rows",
      [(DISPATCH, DISPATCH.replace("(x, weight, bias, eps)", "(x, weight, None, eps)"))], ""),
     ("layernorm", "drops eps on the looped path",
-     [("    return layernorm_fwd_looped(x, weight, bias, eps)\n", "    return layernorm_fwd_looped(x, weight, bias)\n")],
+     [("layernorm_fwd_looped(x, weight, bias, eps, block_n=", "layernorm_fwd_looped(x, weight, bias, block_n=")],
      ""),
     ("layernorm", "crossover by N instead of bytes per row",
-     [(DISPATCH, "    if N <= 32768 and not 1024 <= N <= 8192:\n        return layernorm_fwd(x, weight, bias, eps)\n")],
+     [(DISPATCH, "    if N <= 512:\n        return layernorm_fwd(x, weight, bias, eps)\n")],
      "should launch"),
     ("layernorm", "long rows to the looped kernel, not the split one",
      [("    return layernorm_fwd_split(x, weight, bias, eps)\n",
