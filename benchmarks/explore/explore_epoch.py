@@ -13,10 +13,12 @@ whole row as one block there), and inductor's trick of re-loading x for each red
 keeping it live in registers.
 Stage "whole": the looped kernels of lessons 04/05 with one chunk per row (block_n = N), which makes
 them that same reload shape, and the reload kernel with N known or not at compile time.
+Stage "warps": the lesson-05 dispatcher's looped one-chunk launch for 2-32 KB rows and its tile launch
+for short rows, by num_warps (and rows per program), to check the num_warps_for table.
 Stage "looped": the lesson-05 looped kernels (Chan, 3-pass) and the lesson-04 looped kernel at
 N = 16K-32K by chunk and warps, against the configurations inductor's autotuner picked (read from
 its cache's .best_config files).
-    python benchmarks/explore/explore_epoch.py [split|inductor|looped|tile|whole|all]
+    python benchmarks/explore/explore_epoch.py [split|inductor|looped|tile|whole|warps|all]
 """
 import json
 import os
@@ -272,6 +274,25 @@ def time_tile(ns4, ns5, copy):
             torch.cuda.empty_cache()
 
 
+def time_warps(ns5, copy):
+    warps_of = override_warps(ns5)
+    for N in (512, 1024, 2048, 4096, 8192, 16384):
+        for dtype in (torch.bfloat16, torch.float32):
+            x, w, b = inputs(TOTAL // N, N, dtype)
+            for warps in (4, 8, 16, 32):
+                warps_of["w"] = warps
+                runs = []
+                if N * x.element_size() >= 2048:
+                    runs.append(("ln", "one-chunk", lambda: ns5["layernorm_fwd_looped"](x, w, b, 1e-5, block_n=N)))
+                else:
+                    runs += [("ln", f"tile/m{m}", lambda m=m: ns5["layernorm_fwd"](x, w, b, 1e-5, rows_per_program=m))
+                             for m in (4, 8, 16)]
+                measure_runs(runs, f"w{warps}", x, w, b, copy)
+            warps_of["w"] = None
+            del x, w, b
+            torch.cuda.empty_cache()
+
+
 def main():
     src = torch.randn(TOTAL, device="cuda")
     dst = torch.empty_like(src)
@@ -293,6 +314,8 @@ def main():
         time_tile(ns4, ns5, copy)
     if stage in ("all", "whole"):
         time_whole(ns4, ns5, copy)
+    if stage in ("all", "warps"):
+        time_warps(ns5, copy)
 
 
 if __name__ == "__main__":
