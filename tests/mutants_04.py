@@ -6,7 +6,9 @@ Every lesson has a `tests/mutants_NN.py` like this one, naming its solution note
 """
 LESSON = "04_triton_rmsnorm"
 
-FWD_LOAD = "x = tl.load(X + row * stride_x + cols, mask=mask, other=0.0).to(tl.float32)"
+FWD_LOAD = ("x = tl.load(X + row * stride_x + cols, mask=mask, other=0.0, eviction_policy=\"evict_last\")"
+            ".to(tl.float32)")
+FWD_RELOAD = FWD_LOAD.replace("evict_last", "evict_first")
 FWD_STORE = "tl.store(Y + row * stride_y + cols, y.to(Y.dtype.element_ty), mask=mask)"
 ROWS_LOAD = "x = tl.load(X + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0).to(tl.float32)"
 LOOP_P2 = ("            x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy=\"evict_first\")"
@@ -15,16 +17,17 @@ LOOP_P2 = ("            x = tl.load(x_row + cols, mask=mask, other=0.0, eviction
 MUTANTS = [
     # --- rmsnorm_fwd: one row per program
     ("rmsnorm_fwd", "eps outside the sqrt",
-     [("rstd = tl.rsqrt(tl.sum(x * x, axis=0) / N + eps)\n    y = x * rstd\n",
-       "rstd = tl.rsqrt(tl.sum(x * x, axis=0) / N) + eps\n    y = x * rstd\n")], "constant factor"),
+     [("rstd = tl.rsqrt(tl.sum(x * x, axis=0) / N + eps)\n    x = tl.load(",
+       "rstd = tl.rsqrt(tl.sum(x * x, axis=0) / N) + eps\n    x = tl.load(")], "constant factor"),
     ("rmsnorm_fwd", "missing mask",
      [(FWD_LOAD, "x = tl.load(X + row * stride_x + cols).to(tl.float32)"),
+      (FWD_RELOAD, "x = tl.load(X + row * stride_x + cols).to(tl.float32)"),
       (FWD_STORE, "tl.store(Y + row * stride_y + cols, y.to(Y.dtype.element_ty))")], "mask"),
     ("rmsnorm_fwd", "fp16 accumulation",
-     [(FWD_LOAD, "x = tl.load(X + row * stride_x + cols, mask=mask, other=0.0).to(tl.float16)")], "overflow"),
+     [(FWD_LOAD, FWD_LOAD.replace("tl.float32", "tl.float16"))], "overflow"),
     ("rmsnorm_fwd", "mean over the block instead of N",
-     [("rstd = tl.rsqrt(tl.sum(x * x, axis=0) / N + eps)\n    y = x * rstd\n",
-       "rstd = tl.rsqrt(tl.sum(x * x, axis=0) / BLOCK_N + eps)\n    y = x * rstd\n")], "constant factor"),
+     [("rstd = tl.rsqrt(tl.sum(x * x, axis=0) / N + eps)\n    x = tl.load(",
+       "rstd = tl.rsqrt(tl.sum(x * x, axis=0) / BLOCK_N + eps)\n    x = tl.load(")], "constant factor"),
     ("rmsnorm_fwd", "ignores the row stride",
      [("x2.stride(0), y.stride(0), N, eps,\n        BLOCK_N=BLOCK_N, HAS_WEIGHT",
        "N, N, N, eps,\n        BLOCK_N=BLOCK_N, HAS_WEIGHT")], "row stride"),

@@ -85,6 +85,24 @@ def test_split_matches_the_reference_on_both_paths(lesson, shape, dtype, chunk, 
     _assert_close(lesson, _run(lesson, x, w, b, chunk), x, w, b, big_mean=bool(kw.get("offset")))
 
 
+@pytest.mark.parametrize("reload_above", [0, 1 << 20])
+def test_rmsnorm_split_reload_and_hold_paths_agree(lesson, reload_above):
+    """Lesson 04 re-loads its chunk after the wait when holding it would take more than RELOAD_ABOVE
+    values per thread: force each path (0: always re-load; 2^20: always hold) and check both."""
+    key, ns = lesson
+    if key != "04":
+        pytest.skip("only lesson 04's split kernel has a re-load path")
+    saved = ns["RELOAD_ABOVE"]
+    ns["RELOAD_ABOVE"] = reload_above
+    try:
+        for shape, dtype, chunk, kw in (((4, 1000), torch.bfloat16, 256, {}),
+                                        ((3, 5000), torch.float32, 1024, {"offset": 1e4})):
+            x, w, b = _inputs(shape, dtype, ns["DEVICE"], **kw)
+            _assert_close(lesson, _run(lesson, x, w, b, chunk), x, w, b, big_mean=bool(kw.get("offset")))
+    finally:
+        ns["RELOAD_ABOVE"] = saved
+
+
 def test_split_without_weight_and_bias(lesson):
     x, _, _ = _inputs((3, 900), torch.float32, lesson[1]["DEVICE"], seed=3)
     _assert_close(lesson, _run(lesson, x, None, None, 128), x, None, None)

@@ -79,8 +79,11 @@ exercise(LESSON, LAYERNORM, "layernorm", "LayerNorm forward: a dispatcher for ev
                   seed=52),
              Spec("N=32768 bf16 (64 KB rows) goes to the looped kernel", (2, 32768), BF16, eps=1e-5,
                   launches=LOOPED, seed=57),
-             Spec("N=32769 goes to the split kernel", (2, 32769), eps=1e-5, launches=SPLIT, seed=58),
-             Spec("N=70000 goes to the split kernel", (2, 70000), eps=1e-5, launches=SPLIT, seed=53),
+             Spec("N=65536 bf16 (128 KB rows) goes to the looped kernel", (2, 65536), BF16, eps=1e-5,
+                  launches=LOOPED, seed=59),
+             Spec("N=32769 fp32 (just over 128 KB rows) goes to the split kernel", (2, 32769), eps=1e-5,
+                  launches=SPLIT, seed=58),
+             Spec("N=70000 fp32 goes to the split kernel", (2, 70000), eps=1e-5, launches=SPLIT, seed=53),
              Spec("N=131072 bf16, mean 1e4, goes to the split kernel", (2, 131072), BF16, offset=1e4, eps=1e-5,
                   launches=SPLIT, seed=54),
          ])
