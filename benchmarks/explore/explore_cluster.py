@@ -10,12 +10,14 @@ Stages:
 - "split": the split kernels with the chunk held in registers across the wait or re-loaded after it
   (evict_last, then evict_first), by chunk and warps, at N = 32K-128K.
 - "ln64", "lnchunk": lesson 05's looped kernel with one or several long chunks at N = 16K-128K.
+- "small": tiles of 4-32 rows at N = 512 and 1024, by warps, holding x or re-loading it, next to
+  torch.compile (its kernels and autotuned configurations written out).
 - "hints": lesson 04's rows/one-row kernels with and without eviction hints, and the two-load (reload)
   one-row kernel, at N = 512-32K next to torch.compile.
 Every timed point is the faster of two interleaved passes. Results: explore_cluster_H100.jsonl. Its first
 run's num_ctas = 1 rows read "wrong" because that version of the script passed eps and N in swapped
 places (fixed since); the num_ctas > 1 compile failures do not depend on it.
-    python benchmarks/explore/explore_cluster.py [cluster|split|ln64|lnchunk|hints|all]
+    python benchmarks/explore/explore_cluster.py [cluster|split|ln64|lnchunk|small|hints|all]
 """
 import json
 import os
@@ -381,6 +383,69 @@ def time_ln_chunks(copy):
             torch.cuda.empty_cache()
 
 
+@triton.jit
+def _tile_kernel(X, Y, W, B, MEAN, RSTD, M, N, stride_x, stride_y, eps,
+                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, RMS: tl.constexpr, RELOAD: tl.constexpr):
+    # BLOCK_M rows per program; RELOAD: x loaded again (from cache) for every use instead of kept live
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.arange(0, BLOCK_N)
+    mask = (rows < M)[:, None] & (cols < N)[None, :]
+    xp = X + rows[:, None] * stride_x + cols[None, :]
+    x = tl.load(xp, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+    if RMS:
+        mean = tl.zeros([BLOCK_M], dtype=tl.float32)
+        rstd = tl.rsqrt(tl.sum(x * x, axis=1) / N + eps)
+    else:
+        mean = tl.sum(x, axis=1) / N
+        if RELOAD:
+            x = tl.load(xp, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        xc = tl.where(mask, x - mean[:, None], 0.0)
+        rstd = tl.rsqrt(tl.sum(xc * xc, axis=1) / N + eps)
+    if RELOAD:
+        x = tl.load(xp, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+    y = (x - mean[:, None]) * rstd[:, None] * tl.load(W + cols, mask=cols < N, other=0.0).to(tl.float32)[None, :]
+    if not RMS:
+        y += tl.load(B + cols, mask=cols < N, other=0.0).to(tl.float32)[None, :]
+    tl.store(Y + rows[:, None] * stride_y + cols[None, :], y.to(Y.dtype.element_ty), mask=mask)
+    tl.store(MEAN + rows, mean, mask=rows < M)
+    tl.store(RSTD + rows, rstd, mask=rows < M)
+
+
+def time_small(copy):
+    """Short rows (N = 512, 1024): tiles by rows per program, warps and re-loading, next to torch.compile
+    (its generated kernel and autotuned configuration are written out)."""
+    import helpers.bench_layernorm as bl
+    import helpers.bench_rmsnorm as br
+    from torch._inductor.utils import run_and_get_code
+    torch._dynamo.config.cache_size_limit = 64
+    for N in (512, 1024):
+        for dtype in (torch.bfloat16, torch.float32):
+            x, w, b = inputs(TOTAL // N, N, dtype)
+            M = x.shape[0]
+            y = torch.empty_like(x)
+            mean, rstd = torch.empty(M, device="cuda"), torch.empty(M, device="cuda")
+            for op, comp in (("rms", br.composite), ("ln", bl.composite)):
+                c = torch.compile(comp, dynamic=False)
+                args = (x, w) if op == "rms" else (x, w, b)
+                _, codes = run_and_get_code(c, *args)
+                (OUT / f"inductor_{op}_{N}_{str(dtype)[6:]}.py").write_text(codes[0])
+                runs = {"torch.compile": lambda c=c, args=args: c(*args)}
+                for bm in (4, 8, 16, 32):
+                    for warps in (2, 4, 8):
+                        if bm * N // (32 * warps) > 64:
+                            continue
+                        for reload in (False, True):
+                            runs[f"tile/m{bm}/w{warps}/{'reload' if reload else 'keep'}"] = (
+                                lambda bm=bm, warps=warps, reload=reload: (_tile_kernel[(triton.cdiv(M, bm),)](
+                                    x, y, w, b, mean, rstd, M, N, N, N, 1e-6 if op == "rms" else 1e-5,
+                                    BLOCK_M=bm, BLOCK_N=N, RMS=op == "rms", RELOAD=reload, num_warps=warps), y)[1])
+                best_of_two(op, runs, x, w, b, copy, reset=y.zero_)
+            del x, w, b, y
+            torch.cuda.empty_cache()
+    for f in Path(os.environ.get("TORCHINDUCTOR_CACHE_DIR", "/nonexistent")).rglob("*.best_config"):
+        emit(best_config=f.read_text()[:400], file=f.name)
+
+
 def main():
     src = torch.randn(TOTAL, device="cuda")
     dst = torch.empty_like(src)
@@ -396,6 +461,8 @@ def main():
         time_ln_one_chunk(copy)
     if stage in ("all", "lnchunk"):
         time_ln_chunks(copy)
+    if stage in ("all", "small"):
+        time_small(copy)
     if stage in ("all", "hints"):
         time_hints(copy)
 
