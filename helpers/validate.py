@@ -22,8 +22,8 @@ def check_rows_input(x, weight=None, eps: float = 1e-6, *, bias=None, max_n: int
 
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
+    names = ", ".join(str(d).replace("torch.", "") for d in dtypes)
     if x.dtype not in dtypes:
-        names = ", ".join(str(d).replace("torch.", "") for d in dtypes)
         raise TypeError(f"x must be one of ({names}) for this {what}, got {x.dtype}")
     if x.ndim == 0:
         raise ValueError("x must have at least one dimension (the row being normalised), got a scalar")
@@ -44,7 +44,6 @@ def check_rows_input(x, weight=None, eps: float = 1e-6, *, bias=None, max_n: int
         if tuple(p.shape) != (N,):
             raise ValueError(f"{name} must have shape ({N},) to match x's last dimension, got {tuple(p.shape)}")
         if p.dtype not in dtypes:
-            names = ", ".join(str(d).replace("torch.", "") for d in dtypes)
             raise TypeError(f"{name} must be one of ({names}) for this {what}, got {p.dtype}")
         if p.device != x.device:
             raise ValueError(f"{name} is on {p.device} but x is on {x.device}")

@@ -14,9 +14,11 @@ Stages:
   torch.compile (its kernels and autotuned configurations written out).
 - "hints": lesson 04's rows/one-row kernels with and without eviction hints, and the two-load (reload)
   one-row kernel, at N = 512-32K next to torch.compile.
-Every timed point is the faster of two interleaved passes. Results: explore_cluster_H100.jsonl. Its first
-run's num_ctas = 1 rows read "wrong" because that version of the script passed eps and N in swapped
-places (fixed since); the num_ctas > 1 compile failures do not depend on it.
+Inputs, byte counts, numerical checks, timer and copy roofline are the course benchmark's (helpers.bench*);
+every timed point is the faster of two interleaved passes. Results: explore_cluster_H100.jsonl, in the
+order run. Its first run's num_ctas = 1 rows read "wrong" because that version of the script passed eps
+and N in swapped places; the last "cluster" run (after the "ln64" rerun) has them measured, and the
+num_ctas > 1 compile failures do not depend on it.
     python benchmarks/explore/explore_cluster.py [cluster|split|ln64|lnchunk|small|hints|all]
 """
 import json
@@ -27,15 +29,17 @@ from pathlib import Path
 import torch
 import triton
 import triton.language as tl
-from triton.testing import do_bench
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from helpers import layernorm_ref, rmsnorm_ref  # noqa: E402
+import helpers.bench as hb  # noqa: E402
+import helpers.bench_layernorm as bench_ln  # noqa: E402
+import helpers.bench_rmsnorm as bench_rms  # noqa: E402
 
 OUT = Path(os.environ.get("OUT", "/tmp"))
 LOG = open(OUT / "explore_cluster.jsonl", "a")
-TOTAL = 64 * 1024 * 1024
+TOTAL = hb.TOTAL_ELEMENTS
+BENCH = {"rms": bench_rms, "ln": bench_ln}   # inputs, byte counts and checks of the course's benchmarks
 
 
 def emit(**row):
@@ -44,16 +48,9 @@ def emit(**row):
     print(json.dumps(row), flush=True)
 
 
-def bench_ms(fn):
-    return do_bench(fn, warmup=25, rep=100, return_mode="median")
-
-
-def inputs(M, N, dtype, seed=0):
-    g = torch.Generator(device="cuda").manual_seed(seed)
-    x = (torch.randn(M, N, device="cuda", generator=g) + 0.5).to(dtype)
-    w = (torch.randn(N, device="cuda", generator=g) * 0.5 + 1).to(dtype)
-    b = (torch.randn(N, device="cuda", generator=g) * 0.5).to(dtype)
-    return x, w, b
+def inputs(M, N, dtype):
+    """x, w, b as the LayerNorm benchmark makes them; RMSNorm runs use x and w."""
+    return bench_ln.make_inputs(M, N, dtype)
 
 
 @triton.jit
@@ -118,23 +115,12 @@ def _rms_rows_kernel(X, Y, W, RSTD, M, N, stride_x, stride_y, eps,
     tl.store(RSTD + rows, rstd, mask=row_mask)
 
 
-def err_of(op, y, x, w, b):
-    if op == "rms":
-        ref = rmsnorm_ref(x[:64], w, 1e-6)[0]
-    else:
-        ref = layernorm_ref(x[:64], w, b, 1e-5)[0]
-    return (y[:64].double() - ref).abs().max().item()
-
-
-def pct(op, x, w, ms, copy):
-    nbytes = 2 * x.numel() * x.element_size() + x.shape[1] * w.element_size() * (1 if op == "rms" else 2)
-    return round(100 * nbytes / ms * 1e-6 / copy, 1)
-
-
-def best_of_two(op, runs, x, w, b, copy, tol=0.1, reset=None):
-    """Check each run's output (fn() returns y; reset() first clears a shared y), then time all runs in
-    two interleaved passes; emit each run's faster % of copy, best first (-1: wrong, -2: it raised)."""
-    N, dtype = x.shape[1], str(x.dtype)[6:]
+def best_of_two(op, runs, x, w, b, copy, reset=None):
+    """Check each run's output as the course's benchmark does (fn() returns y; reset() first clears a
+    shared y), then time all runs in two interleaved passes; emit each run's faster % of copy, best
+    first (-1: wrong answer, -2: it raised)."""
+    (M, N), dtype = x.shape, str(x.dtype)[6:]
+    args = (x, w) if op == "rms" else (x, w, b)
     best = {}
     for _ in range(2):
         for name, fn in runs.items():
@@ -143,12 +129,13 @@ def best_of_two(op, runs, x, w, b, copy, tol=0.1, reset=None):
             try:
                 if reset is not None:
                     reset()
-                e = err_of(op, fn(), x, w, b)
-                if not e < tol:
-                    emit(op=op, impl=name, dtype=dtype, N=N, wrong=e)
+                ok, msg = BENCH[op].check(fn(), args)
+                if not ok:
+                    emit(op=op, impl=name, dtype=dtype, N=N, wrong=msg[:400])
                     best[name] = -1
                     continue
-                best[name] = max(best.get(name, 0), pct(op, x, w, bench_ms(fn), copy))
+                gbs = BENCH[op].n_bytes(M, N, args) / hb.time_ms(fn) * 1e-6
+                best[name] = max(best.get(name, 0), round(100 * gbs / copy, 1))
             except Exception as ex:  # keep exploring
                 emit(op=op, impl=name, dtype=dtype, N=N, error=repr(ex)[:400])
                 best[name] = -2
@@ -157,7 +144,6 @@ def best_of_two(op, runs, x, w, b, copy, tol=0.1, reset=None):
 
 
 def time_cluster(copy):
-    tol = {torch.bfloat16: 0.1, torch.float32: 1e-3}
     for N in (65536, 32768, 131072, 16384):
         for dtype in (torch.bfloat16, torch.float32):
             x, w, b = inputs(TOTAL // N, N, dtype)
@@ -165,35 +151,22 @@ def time_cluster(copy):
             y = torch.empty_like(x)
             mean, rstd = torch.empty(M, device="cuda"), torch.empty(M, device="cuda")
             for op in ("rms", "ln"):
+                runs = {}
                 for reload in (False, True):
                     for ctas in (1, 2, 4):
                         for warps in (8, 16, 32):
-                            per_thread = N // (ctas * warps * 32)
-                            if not 8 <= per_thread <= 64:
+                            if not 8 <= N // (ctas * warps * 32) <= 64:
                                 continue
-                            name = f"row/{'reload' if reload else 'keep'}/c{ctas}/w{warps}"
-
-                            def fn():
-                                _row_kernel[(M,)](x, y, w, b, mean, rstd, N, N, N,
-                                                  1e-6 if op == "rms" else 1e-5, BLOCK_N=N, RMS=op == "rms", RELOAD=reload, HINTS=True,
-                                                  num_warps=warps, num_ctas=ctas)
-                                return y
-                            try:
-                                y.zero_()
-                                e = err_of(op, fn(), x, w, b)
-                                if not e < tol[dtype]:
-                                    emit(op=op, impl=name, dtype=str(dtype)[6:], N=N, wrong=e)
-                                    continue
-                                ms = bench_ms(fn)
-                                emit(op=op, impl=name, dtype=str(dtype)[6:], N=N, pct=pct(op, x, w, ms, copy), err=e)
-                            except Exception as ex:  # keep exploring
-                                emit(op=op, impl=name, dtype=str(dtype)[6:], N=N, error=repr(ex)[:400])
+                            runs[f"row/{'reload' if reload else 'keep'}/c{ctas}/w{warps}"] = (
+                                lambda reload=reload, ctas=ctas, warps=warps: (_row_kernel[(M,)](
+                                    x, y, w, b, mean, rstd, N, N, N, BENCH[op].EPS, BLOCK_N=N, RMS=op == "rms",
+                                    RELOAD=reload, HINTS=True, num_warps=warps, num_ctas=ctas), y)[1])
+                best_of_two(op, runs, x, w, b, copy, reset=y.zero_)
             del x, w, b, y
             torch.cuda.empty_cache()
 
 
 def time_hints(copy):
-    import helpers.bench_rmsnorm as br
     torch._dynamo.config.cache_size_limit = 64
     for N in (512, 1024, 2048, 4096, 8192, 16384, 32768):
         for dtype in (torch.bfloat16, torch.float32):
@@ -201,7 +174,7 @@ def time_hints(copy):
             M = x.shape[0]
             y = torch.empty_like(x)
             mean, rstd = torch.empty(M, device="cuda"), torch.empty(M, device="cuda")
-            comp = torch.compile(br.composite, dynamic=False)
+            comp = torch.compile(bench_rms.composite, dynamic=False)
             runs = {"torch.compile": lambda: comp(x, w)}
             nbytes = N * x.element_size()
             warps_std = 4 if nbytes <= 4096 else 8 if nbytes <= 16384 else 16
@@ -300,7 +273,6 @@ def time_split(copy):
     ns4, e4 = load(ROOT / "solutions" / "04_triton_rmsnorm.ipynb")
     ns5, e5 = load(ROOT / "solutions" / "05_triton_layernorm.ipynb")
     assert not e4 and not e5, (e4, e5)
-    tol = {torch.bfloat16: 0.1, torch.float32: 1e-3}
     for N, dtypes in ((65536, (torch.bfloat16, torch.float32)), (32768, (torch.bfloat16,)),
                       (131072, (torch.bfloat16,))):
         for dtype in dtypes:
@@ -323,12 +295,12 @@ def time_split(copy):
                             def fn(chunk=chunk, warps=warps, reload=reload, wpre=wpre, split=split):
                                 part, count = helpers.split_workspace(M, split, x.device)
                                 _split_kernel[(M * split,)](
-                                    x, y, w, b, mean, rstd, part, count, N, N, N, 1e-6 if op == "rms" else 1e-5,
+                                    x, y, w, b, mean, rstd, part, count, N, N, N, BENCH[op].EPS,
                                     1 << 20, SPLIT=split, SPLIT_P2=triton.next_power_of_2(split), CHUNK=chunk,
                                     RMS=op == "rms", RELOAD=reload, WPRE=wpre, num_warps=warps)
                                 return y
                             runs[name] = fn
-                best_of_two(op, runs, x, w, b, copy, tol=tol[dtype], reset=y.zero_)
+                best_of_two(op, runs, x, w, b, copy, reset=y.zero_)
             del x, w, b, y
             torch.cuda.empty_cache()
 
@@ -414,8 +386,6 @@ def _tile_kernel(X, Y, W, B, MEAN, RSTD, M, N, stride_x, stride_y, eps,
 def time_small(copy):
     """Short rows (N = 512, 1024): tiles by rows per program, warps and re-loading, next to torch.compile
     (its generated kernel and autotuned configuration are written out)."""
-    import helpers.bench_layernorm as bl
-    import helpers.bench_rmsnorm as br
     from torch._inductor.utils import run_and_get_code
     torch._dynamo.config.cache_size_limit = 64
     for N in (512, 1024):
@@ -424,7 +394,7 @@ def time_small(copy):
             M = x.shape[0]
             y = torch.empty_like(x)
             mean, rstd = torch.empty(M, device="cuda"), torch.empty(M, device="cuda")
-            for op, comp in (("rms", br.composite), ("ln", bl.composite)):
+            for op, comp in (("rms", bench_rms.composite), ("ln", bench_ln.composite)):
                 c = torch.compile(comp, dynamic=False)
                 args = (x, w) if op == "rms" else (x, w, b)
                 _, codes = run_and_get_code(c, *args)
@@ -437,7 +407,7 @@ def time_small(copy):
                         for reload in (False, True):
                             runs[f"tile/m{bm}/w{warps}/{'reload' if reload else 'keep'}"] = (
                                 lambda bm=bm, warps=warps, reload=reload: (_tile_kernel[(triton.cdiv(M, bm),)](
-                                    x, y, w, b, mean, rstd, M, N, N, N, 1e-6 if op == "rms" else 1e-5,
+                                    x, y, w, b, mean, rstd, M, N, N, N, BENCH[op].EPS,
                                     BLOCK_M=bm, BLOCK_N=N, RMS=op == "rms", RELOAD=reload, num_warps=warps), y)[1])
                 best_of_two(op, runs, x, w, b, copy, reset=y.zero_)
             del x, w, b, y
@@ -447,24 +417,16 @@ def time_small(copy):
 
 
 def main():
-    src = torch.randn(TOTAL, device="cuda")
-    dst = torch.empty_like(src)
-    copy = max(2 * src.numel() * 4 / bench_ms(lambda: dst.copy_(src)) * 1e-6 for _ in range(2))
-    emit(device=torch.cuda.get_device_name(), copy_gbs=round(copy, 1), triton=triton.__version__)
-    del src, dst
+    stages = {"cluster": time_cluster, "split": time_split, "ln64": time_ln_one_chunk,
+              "lnchunk": time_ln_chunks, "small": time_small, "hints": time_hints}
     stage = sys.argv[1] if len(sys.argv) > 1 else "all"
-    if stage in ("all", "cluster"):
-        time_cluster(copy)
-    if stage in ("all", "split"):
-        time_split(copy)
-    if stage in ("all", "ln64"):
-        time_ln_one_chunk(copy)
-    if stage in ("all", "lnchunk"):
-        time_ln_chunks(copy)
-    if stage in ("all", "small"):
-        time_small(copy)
-    if stage in ("all", "hints"):
-        time_hints(copy)
+    if stage != "all" and stage not in stages:
+        raise SystemExit(f"unknown stage {stage!r}: one of {', '.join(stages)} or all")
+    copy = hb.copy_gbs()
+    emit(device=torch.cuda.get_device_name(), copy_gbs=round(copy, 1), triton=triton.__version__)
+    for name, run in stages.items():
+        if stage in ("all", name):
+            run(copy)
 
 
 if __name__ == "__main__":
