@@ -35,6 +35,8 @@ class Spec:
     row_pad: int = 0
     misalign: bool = False         # x starts 4 bytes past a 16-byte boundary (no float4 loads)
     neg_inf_every: int = 0         # softmax: every k-th column is -inf (masked positions)
+    spike_every: int = 0           # every k-th column (from column 0) is set to `spike`: lone outliers
+    spike: float = 0.0
     kwargs: dict = field(default_factory=dict)
     bad: str | None = None         # weight_shape | bias_shape | int_dtype | fp16 | cpu | last_dim_stride | too_long | kwarg
     seed: int = 0
@@ -76,6 +78,8 @@ def make_inputs(s: Spec, op: Op):
         x.view(-1, s.shape[-1])[list(s.zero_rows)] = 0.0
     if s.neg_inf_every:
         x[..., ::s.neg_inf_every] = float("-inf")
+    if s.spike_every:
+        x[..., ::s.spike_every] = s.spike
     x = x.to(s.dtype).to(device())
     N = s.shape[-1]
     w = b = None

@@ -9,6 +9,9 @@ LESSON = "05_triton_layernorm"
 F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
 BIG_MEAN = ("These rows have mean 1e4: E[x^2] - E[x]^2 in fp32 cancels every digit of a variance of 1 "
             "(catastrophic cancellation, lesson 02); subtract the mean first (two-pass or Chan's merge)")
+SPIKE = ("One value per row (or per chunk) sits far from the rest: sums of x - x[0] and of its square "
+         "cancel here (s2 - s1^2/n loses most of its bits; so does E[x^2] - E[x]^2). Subtract the mean itself, "
+         "or check for the cancellation and sum again around the mean")
 TILE, FIXED, LOOPED = "_layernorm_fwd_kernel", "_layernorm_fwd_fixed_kernel", "_layernorm_fwd_looped_kernel"
 SPLIT = "_layernorm_fwd_split_kernel"
 
@@ -20,6 +23,8 @@ COMMON = [
     Spec("64x1151 bf16, fp32 weight and bias", (64, 1151), BF16, weight="fp32", eps=1e-5, seed=4),
     Spec("rows with mean 1e4, std 1 (one-pass variance fails)", (64, 1600), offset=1e4, eps=1e-5,
          atol=1e-2, stat_rtol=5e-5, hint=BIG_MEAN, seed=5),
+    Spec("every row starts with an outlier (x[0] = 10, the rest ~0.01)", (8, 3000), scale=0.01, spike_every=3000,
+         spike=10.0, eps=1e-5, hint=SPIKE, seed=19),
     Spec("fp16 whose squares overflow fp16 (|x|~300)", (33, 1600), F16, scale=300.0, eps=1e-5, seed=6),
     Spec("eps matters: |x|~1e-3, eps=1e-3", (16, 500), eps=1e-3, scale=1e-3, seed=7),
     Spec("zero rows (y = bias, rstd = 1/sqrt(eps))", (9, 100), zero_rows=(2, 5), eps=1e-5, seed=8),
@@ -41,6 +46,8 @@ LONG = [
          kwargs={"block_n": 1024}, seed=41),
     Spec("block_n=128, mean 1e4 over 40 chunks", (4, 5000), offset=1e4, eps=1e-5, atol=1e-2, stat_rtol=5e-5,
          hint=BIG_MEAN, kwargs={"block_n": 128}, seed=42),
+    Spec("block_n=1024: every chunk starts with an outlier (10, the rest ~0.01)", (4, 8192), scale=0.01,
+         spike_every=1024, spike=10.0, eps=1e-5, hint=SPIKE, kwargs={"block_n": 1024}, seed=45),
     Spec("N=131072 bf16 (longer than any single block)", (2, 131072), BF16, eps=1e-5, seed=43),
     Spec("bad input: block_n=1000 (not a power of two)", (3, 2000), kwargs={"block_n": 1000}, bad="kwarg",
          seed=44),

@@ -1,5 +1,6 @@
 """Seventh exploration (H100): Hopper thread-block clusters from Triton (num_ctas), re-loading split
-kernels, eviction hints, and LayerNorm chunk lengths for long rows.
+kernels, eviction hints, LayerNorm chunk lengths for long rows, and LayerNorm statistics from one
+reduction (shifted sums).
 
 Long rows (64K bf16 = 128 KB) do not fit one SM's registers comfortably; the split kernels spread a row
 over several programs that meet through a global counter, and stayed near 80 % of copy in bf16.
@@ -14,12 +15,18 @@ Stages:
   torch.compile (its kernels and autotuned configurations written out).
 - "hints": lesson 04's rows/one-row kernels with and without eviction hints, and the two-load (reload)
   one-row kernel, at N = 512-32K next to torch.compile.
+- "lnstats": LayerNorm row statistics with one cross-thread reduction instead of two dependent ones:
+  lane-wise Welford merged by one tuple reduce, or sums of x - x[0] and their squares, by chunk and warps
+  at N = 16K-64K (short chunks that leave room for several programs per SM lose: 64-88 %).
+- "lnguard": the same at one chunk per row, with and without a guard against cancellation (2K-64K).
+- "lnvariants": text edits of lesson 05's looped kernel itself (guard or not, masks folded away), with
+  each compiled kernel's registers and spills.
 Inputs, byte counts, numerical checks, timer and copy roofline are the course benchmark's (helpers.bench*);
 every timed point is the faster of two interleaved passes. Results: explore_cluster_H100.jsonl, in the
 order run. Its first run's num_ctas = 1 rows read "wrong" because that version of the script passed eps
 and N in swapped places; the last "cluster" run (after the "ln64" rerun) has them measured, and the
 num_ctas > 1 compile failures do not depend on it.
-    python benchmarks/explore/explore_cluster.py [cluster|split|ln64|lnchunk|small|hints|all]
+    python benchmarks/explore/explore_cluster.py [cluster|split|ln64|lnchunk|small|hints|lnstats|lnguard|lnvariants|all]
 """
 import json
 import os
@@ -416,9 +423,287 @@ def time_small(copy):
         emit(best_config=f.read_text()[:400], file=f.name)
 
 
+@triton.jit
+def _chan_combine(n_a, mean_a, m2_a, n_b, mean_b, m2_b):
+    # Chan's merge of two (count, mean, M2) summaries; an empty side leaves the other unchanged
+    n = n_a + n_b
+    w_b = tl.where(n > 0, n_b / tl.maximum(n, 1.0), 0.0)
+    d = mean_b - mean_a
+    return n, mean_a + d * w_b, m2_a + m2_b + d * d * n_a * w_b
+
+
+@triton.jit
+def _sum2_combine(a1, a2, b1, b2):
+    return a1 + b1, a2 + b2
+
+
+@triton.jit
+def _ln_stats_kernel(X, Y, W, B, MEAN, RSTD, stride_x, stride_y, eps, N: tl.constexpr, BLOCK_N: tl.constexpr,
+                     STATS: tl.constexpr, HOLD: tl.constexpr, GUARD: tl.constexpr = False):
+    # Row statistics with ONE cross-thread reduction per row instead of two per chunk:
+    # STATS 1: every lane runs Welford over the chunks it sees, then one tuple reduce merges the lanes
+    #          (Chan); STATS 2: sums of x - x[0] and their squares, one tuple reduce.
+    # HOLD (one chunk only): normalise the x held in registers instead of re-loading it.
+    row = tl.program_id(0).to(tl.int64)
+    x_row = X + row * stride_x
+    y_row = Y + row * stride_y
+    lanes = tl.arange(0, BLOCK_N)
+    ONE: tl.constexpr = N <= BLOCK_N
+    hint: tl.constexpr = "" if HOLD else "evict_last"
+    if ONE:
+        mask = lanes < N
+        x = tl.load(x_row + lanes, mask=mask, other=0.0, eviction_policy=hint).to(tl.float32)
+        if STATS == 0:
+            mean = tl.sum(x, axis=0) / N
+            xc = tl.where(mask, x - mean, 0.0)
+            m2 = tl.sum(xc * xc, axis=0)
+        elif STATS == 1:
+            _n, mean, m2 = tl.reduce((mask.to(tl.float32), x, tl.zeros_like(x)), 0, _chan_combine)
+        else:
+            k = tl.load(x_row).to(tl.float32)
+            d = tl.where(mask, x - k, 0.0)
+            if STATS == 2:
+                t1, t2 = tl.reduce((d, d * d), 0, _sum2_combine)
+            else:
+                t1 = tl.sum(d, axis=0)
+                t2 = tl.sum(d * d, axis=0)
+            mean = k + t1 / N
+            m2 = t2 - t1 * (t1 / N)
+            if GUARD:
+                if m2 * 16.0 < t2:
+                    k = mean
+                    d = tl.where(mask, x - k, 0.0)
+                    t1, t2 = tl.reduce((d, d * d), 0, _sum2_combine)
+                    mean = k + t1 / N
+                    m2 = t2 - t1 * (t1 / N)
+            m2 = tl.maximum(m2, 0.0)
+    elif STATS == 1:
+        mean_l = tl.zeros([BLOCK_N], dtype=tl.float32)
+        m2_l = tl.zeros([BLOCK_N], dtype=tl.float32)
+        for c in range(0, tl.cdiv(N, BLOCK_N)):
+            cols = c * BLOCK_N + lanes
+            mask = cols < N
+            x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+            d = x - mean_l
+            new_mean = mean_l + d * (1.0 / (c + 1))
+            m2_l = tl.where(mask, m2_l + d * (x - new_mean), m2_l)
+            mean_l = tl.where(mask, new_mean, mean_l)
+        n_l = (N // BLOCK_N + (lanes < N % BLOCK_N)).to(tl.float32)
+        _n, mean, m2 = tl.reduce((n_l, mean_l, m2_l), 0, _chan_combine)
+    else:
+        k = tl.load(x_row).to(tl.float32)
+        s1 = tl.zeros([BLOCK_N], dtype=tl.float32)
+        s2 = tl.zeros([BLOCK_N], dtype=tl.float32)
+        for c in range(0, tl.cdiv(N, BLOCK_N)):
+            cols = c * BLOCK_N + lanes
+            mask = cols < N
+            x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+            d = tl.where(mask, x - k, 0.0)
+            s1 += d
+            s2 += d * d
+        t1, t2 = tl.reduce((s1, s2), 0, _sum2_combine)
+        mean = k + t1 / N
+        m2 = tl.maximum(t2 - t1 * (t1 / N), 0.0)
+    rstd = tl.rsqrt(m2 / N + eps)
+    if ONE and HOLD:
+        mask = lanes < N
+        y = (x - mean) * rstd * tl.load(W + lanes, mask=mask, other=0.0).to(tl.float32)
+        y += tl.load(B + lanes, mask=mask, other=0.0).to(tl.float32)
+        tl.store(y_row + lanes, y.to(Y.dtype.element_ty), mask=mask)
+    else:
+        for off in range(0, N, BLOCK_N):
+            cols = off + lanes
+            mask = cols < N
+            x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+            y = (x - mean) * rstd * tl.load(W + cols, mask=mask, other=0.0).to(tl.float32)
+            y += tl.load(B + cols, mask=mask, other=0.0).to(tl.float32)
+            tl.store(y_row + cols, y.to(Y.dtype.element_ty), mask=mask)
+    tl.store(MEAN + row, mean)
+    tl.store(RSTD + row, rstd)
+
+
+def ln_stats(x, w, b, y, mean, rstd, block_n, stats, hold, warps, guard=False):
+    M, N = x.shape
+    _ln_stats_kernel[(M,)](x, y, w, b, mean, rstd, x.stride(0), y.stride(0), bench_ln.EPS, N=N, BLOCK_N=block_n,
+                           STATS=stats, HOLD=hold, GUARD=guard, num_warps=warps)
+    return y
+
+
+LN_STATS_CONFIGS = ((2048, 4), (4096, 4), (4096, 8), (8192, 8), (8192, 16), (16384, 16), (16384, 32),
+                    (32768, 32))
+
+
+def time_ln_stats(copy):
+    """Lesson 05's long rows (N = 16K-64K): one cross-thread reduction per row (lane-wise Welford or
+    shifted sums) in short chunks that leave room for several programs per SM, next to the lesson's
+    looped kernel, its dispatcher and torch.compile (whose kernels are written out)."""
+    from torch._inductor.utils import run_and_get_code
+    from autograder.notebook import load
+    ns5, e5 = load(ROOT / "solutions" / "05_triton_layernorm.ipynb")
+    assert not e5, e5
+    torch._dynamo.config.cache_size_limit = 64
+    for N, dtype in ((32768, torch.bfloat16), (16384, torch.bfloat16), (65536, torch.bfloat16),
+                     (32768, torch.float32), (16384, torch.float32), (32768, torch.float16)):
+        x, w, b = inputs(TOTAL // N, N, dtype)
+        M = x.shape[0]
+        y = torch.empty_like(x)
+        mean, rstd = torch.empty(M, device="cuda"), torch.empty(M, device="cuda")
+        comp = torch.compile(bench_ln.composite, dynamic=False)
+        _, codes = run_and_get_code(comp, x, w, b)
+        (OUT / f"inductor_ln_{N}_{str(dtype)[6:]}.py").write_text(codes[0])
+        runs = {"torch.compile": lambda: comp(x, w, b),
+                "dispatch": lambda: ns5["layernorm"](x, w, b, bench_ln.EPS)[0]}
+        for block, warps in LN_STATS_CONFIGS:
+            if block > triton.next_power_of_2(N) or block * x.element_size() > 65536:
+                continue
+            for stats in (1, 2):
+                for hold in ((False, True) if block >= N else (False,)):
+                    runs[f"{'welford' if stats == 1 else 'shift'}/b{block}/w{warps}/{'hold' if hold else 'reload'}"] = (
+                        lambda block=block, warps=warps, stats=stats, hold=hold:
+                        ln_stats(x, w, b, y, mean, rstd, block, stats, hold, warps))
+        best_of_two("ln", runs, x, w, b, copy, reset=y.zero_)
+        del x, w, b, y
+        torch.cuda.empty_cache()
+
+
+def time_ln_guard(copy):
+    """Lesson 05's rows of 2-128 KB as one chunk: the two dependent reductions (mean, then squared
+    deviations) against one reduction of shifted sums (x - x[0] and its square; a tuple reduce or two
+    tl.sum), with and without the cancellation guard, next to the lesson's dispatcher and torch.compile.
+    "spike" rows have x[:, 0] = 50, so that the guard re-shifts every row."""
+    from autograder.notebook import load
+    ns5, e5 = load(ROOT / "solutions" / "05_triton_layernorm.ipynb")
+    assert not e5, e5
+    torch._dynamo.config.cache_size_limit = 64
+    cases = [(32768, torch.bfloat16, False), (32768, torch.bfloat16, True), (16384, torch.bfloat16, False),
+             (8192, torch.bfloat16, False), (4096, torch.bfloat16, False), (2048, torch.bfloat16, False),
+             (32768, torch.float16, False), (32768, torch.float32, False), (16384, torch.float32, False),
+             (8192, torch.float32, False), (2048, torch.float32, False), (1024, torch.float32, False),
+             (512, torch.float32, False), (65536, torch.bfloat16, False), (65536, torch.float32, False)]
+    for N, dtype, spike in cases:
+        x, w, b = inputs(TOTAL // N, N, dtype)
+        if spike:
+            x[:, 0] = 50.0
+        M = x.shape[0]
+        y = torch.empty_like(x)
+        mean, rstd = torch.empty(M, device="cuda"), torch.empty(M, device="cuda")
+        comp = torch.compile(bench_ln.composite, dynamic=False)
+        runs = {"torch.compile": lambda: comp(x, w, b),
+                "dispatch": lambda: ns5["layernorm"](x, w, b, bench_ln.EPS)[0]}
+        block = triton.next_power_of_2(N)
+        warps = ns5["looped_warps_for"](block, x.element_size())
+        if block * x.element_size() <= 65536:
+            for name, stats, guard in (("two-pass", 0, False), ("shift-tuple", 2, False), ("shift-tuple/guard", 2, True),
+                                       ("shift-2sum", 3, False), ("shift-2sum/guard", 3, True)):
+                runs[f"{name}/w{warps}"] = (lambda stats=stats, guard=guard:
+                                            ln_stats(x, w, b, y, mean, rstd, block, stats, False, warps, guard))
+        best_of_two("ln", runs, x, w, b, copy, reset=y.zero_)
+        emit(case="spike" if spike else "randn", N=N, dtype=str(dtype)[6:])
+        del x, w, b, y
+        torch.cuda.empty_cache()
+
+
+EVEN_MASK = ("        mask = cols < N\n", "        mask = (cols < N) | (N % BLOCK_N == 0)\n")
+TWO_PASS = ("        mean_c = tl.sum(x, axis=0) / n_c\n        d = tl.where(mask, x - mean_c, 0.0)\n"
+            "        m2_c = tl.sum(d * d, axis=0)\n")
+ADD_PAIR = ("@triton.jit\ndef _layernorm_fwd_looped_kernel(",
+            "@triton.jit\ndef _add_pair(a1, a2, b1, b2):\n    return a1 + b1, a2 + b2\n\n\n"
+            "@triton.jit\ndef _layernorm_fwd_looped_kernel(")
+SHIFTED = """        k = tl.load(x_row + off).to(tl.float32)
+        d = tl.where(mask, x - k, 0.0)
+        s1, s2 = tl.reduce((d, d * d), 0, _add_pair)
+        mean_c = k + s1 / n_c
+        m2_c = s2 - s1 * (s1 / n_c)
+"""
+GUARD = """        if m2_c * 16.0 < s2:
+            xr = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
+            d = tl.where(mask, xr - mean_c, 0.0)
+            s1, s2 = tl.reduce((d, d * d), 0, _add_pair)
+            mean_c = mean_c + s1 / n_c
+            m2_c = s2 - s1 * (s1 / n_c)
+"""
+THREE_SUMS = """        k = tl.load(x_row + off).to(tl.float32)
+        d = tl.where(mask, x - k, 0.0)
+        mean_c = tl.sum(x, axis=0) / n_c
+        s1 = tl.sum(d, axis=0)
+        s2 = tl.sum(d * d, axis=0)
+        m2_c = s2 - s1 * (s1 / n_c)
+        if m2_c * 16.0 < s2:
+            xr = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
+            e = tl.where(mask, xr - mean_c, 0.0)
+            m2_c = tl.sum(e * e, axis=0)
+"""
+LOOPED_VARIANTS = {   # name -> text edits of lesson 05's solution (its looped kernel's chunk statistics)
+    "two-pass": [],
+    "loop-guard": [ADD_PAIR, (TWO_PASS, SHIFTED + GUARD)],
+    "no-guard": [ADD_PAIR, (TWO_PASS, SHIFTED)],
+    "loop-guard/even": [ADD_PAIR, (TWO_PASS, SHIFTED + GUARD), EVEN_MASK],
+    "three-sums": [(TWO_PASS, THREE_SUMS)],
+}
+
+
+def time_ln_variants(copy):
+    """Variants of lesson 05's looped kernel itself (text edits of the solution notebook): its two-pass chunk
+    statistics, or shifted sums (x - k, k the chunk's first value) in one tuple reduce with or without the
+    cancellation guard, or three tl.sum (x for the mean, x - k, (x - k)^2) with the guard; masks folded
+    away where BLOCK_N divides N ("even"). At the dispatcher's N, on randn rows and on rows whose first
+    value is 50 (every row takes the guard). Registers and spills of every compiled variant are written
+    out. The runs in the jsonl edited the (uncommitted) solutions of their time: "guard-regs" re-reduced
+    the x held in registers, "guard-reload" (= "loop-guard" here) re-read it from L2, "guard-after"
+    checked once after the chunk loop, "late-guard" after pass 2 (then wrote y again), "fp64-sums"
+    summed in float64 with no guard; "2sum" is two tl.sum instead of a tuple reduce; the last run
+    ("loop-guard" = "three-sums" here) is the three-sum kernel."""
+    from autograder.notebook import load
+    src = json.loads((ROOT / "solutions" / "05_triton_layernorm.ipynb").read_text())
+    impls, namespaces = {}, {}
+    chosen = os.environ.get("LN_VARIANTS", ",".join(LOOPED_VARIANTS)).split(",")   # a comma-separated subset
+    for name, edits in LOOPED_VARIANTS.items():
+        if name not in chosen:
+            continue
+        nb = json.loads(json.dumps(src))
+        for old, new in edits:
+            hits = [c for c in nb["cells"] if old in "".join(c["source"])]
+            assert len(hits) == 1, (name, old)
+            hits[0]["source"] = "".join(hits[0]["source"]).replace(old, new)
+        path = OUT / f"looped_{name.replace('/', '_').replace('-', '_')}.ipynb"
+        path.write_text(json.dumps(nb))
+        ns, errors = load(path)
+        assert not errors, (name, errors)
+        impls[name] = ns["layernorm"]
+        namespaces[name] = ns
+    torch._dynamo.config.cache_size_limit = 64
+    cases = [(32768, torch.bfloat16, False), (32768, torch.bfloat16, True), (16384, torch.bfloat16, False),
+             (8192, torch.bfloat16, False), (4096, torch.bfloat16, False), (2048, torch.bfloat16, False),
+             (32768, torch.float16, False), (32768, torch.float32, False), (16384, torch.float32, False),
+             (8192, torch.float32, False), (2048, torch.float32, False), (1024, torch.float32, False),
+             (65536, torch.bfloat16, False), (65536, torch.float32, False)]
+    only_n = os.environ.get("LN_NS")       # e.g. "32768,16384": a subset of the cases' N
+    for N, dtype, spike in cases:
+        if only_n and str(N) not in only_n.split(","):
+            continue
+        x, w, b = inputs(TOTAL // N, N, dtype)
+        if spike:
+            x[:, 0] = 50.0
+        comp = torch.compile(bench_ln.composite, dynamic=False)
+        runs = {"torch.compile": lambda: comp(x, w, b)}
+        for name, fn in impls.items():
+            runs[name] = lambda fn=fn: fn(x, w, b, bench_ln.EPS)[0]
+        best_of_two("ln", runs, x, w, b, copy)
+        emit(case="spike" if spike else "randn", N=N, dtype=str(dtype)[6:])
+        del x, w, b
+        torch.cuda.empty_cache()
+    for name, ns in namespaces.items():   # registers and spills of every compiled looped kernel
+        for caches in ns["_layernorm_fwd_looped_kernel"].device_caches.values():
+            for k in caches[0].values():
+                emit(variant=name, warps=k.metadata.num_warps, regs=k.n_regs, spills=k.n_spills,
+                     shared=k.metadata.shared)
+
+
 def main():
     stages = {"cluster": time_cluster, "split": time_split, "ln64": time_ln_one_chunk,
-              "lnchunk": time_ln_chunks, "small": time_small, "hints": time_hints}
+              "lnchunk": time_ln_chunks, "small": time_small, "hints": time_hints,
+              "lnstats": time_ln_stats, "lnguard": time_ln_guard,
+              "lnvariants": time_ln_variants}
     stage = sys.argv[1] if len(sys.argv) > 1 else "all"
     if stage != "all" and stage not in stages:
         raise SystemExit(f"unknown stage {stage!r}: one of {', '.join(stages)} or all")
