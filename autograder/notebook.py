@@ -61,3 +61,23 @@ def load(path: str | Path, quiet: bool = True) -> tuple[dict, list[str]]:
         except Exception as e:  # a broken cell: keep going, as a student's notebook would
             errors.append(f"cell {i}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300])
     return ns, errors
+
+
+def write_variant(src: str | Path, replacements, dest: str | Path) -> Path:
+    """Write a copy of notebook `src` to `dest` with exact text replacements [(old, new), ...] in its code
+    cells (mutants in the tests, kernel variants in benchmarks/explore); each old text must occur once."""
+    nb = json.loads(Path(src).read_text())
+    for old, new in replacements:
+        hits = 0
+        for cell in nb["cells"]:
+            if cell["cell_type"] != "code":
+                continue
+            text = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            if old in text:
+                hits += text.count(old)
+                cell["source"] = text.replace(old, new)
+        if hits != 1:
+            raise ValueError(f"replacement target found {hits} times in {src} (the solution changed?): {old!r}")
+    dest = Path(dest)
+    dest.write_text(json.dumps(nb))
+    return dest

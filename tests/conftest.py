@@ -11,6 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import helpers  # noqa: E402,F401  (interpreter switch before triton)
+from autograder import notebook  # noqa: E402
 
 SOLUTION_04 = ROOT / "solutions" / "04_triton_rmsnorm.ipynb"
 STUDENT_04 = ROOT / "notebooks" / "04_triton_rmsnorm.ipynb"
@@ -40,17 +41,4 @@ def run_cli(*args, timeout=600):
 
 def write_variant(tmp_path, replacements, src=SOLUTION_04, name=None):
     """A copy of a notebook with exact text replacements in its code cells; each must match once."""
-    nb = json.loads(src.read_text())
-    for old, new in replacements:
-        hits = 0
-        for cell in nb["cells"]:
-            if cell["cell_type"] != "code":
-                continue
-            text = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-            if old in text:
-                hits += text.count(old)
-                cell["source"] = text.replace(old, new)
-        assert hits == 1, f"replacement target found {hits} times (the solution changed?): {old!r}"
-    path = tmp_path / (name or src.name)
-    path.write_text(json.dumps(nb))
-    return path
+    return notebook.write_variant(src, replacements, tmp_path / (name or src.name))

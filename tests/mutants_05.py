@@ -48,6 +48,12 @@ MUTANTS = [
      [("n_c = tl.minimum(N - off, BLOCK_N).to(tl.float32)", "n_c = BLOCK_N * 1.0")], "mean"),
     ("layernorm_fwd_looped", "masked lanes in a chunk's M2",
      [("d = tl.where(mask, x - mean_c, 0.0)", "d = x - mean_c")], "rstd"),
+    ("layernorm_fwd_looped", "shifted sums (x - x[first]) without a cancellation check",
+     [("        mean_c = tl.sum(x, axis=0) / n_c\n        d = tl.where(mask, x - mean_c, 0.0)\n"
+       "        m2_c = tl.sum(d * d, axis=0)\n",
+       "        k = tl.load(x_row + off).to(tl.float32)\n        d = tl.where(mask, x - k, 0.0)\n"
+       "        s1 = tl.sum(d, axis=0)\n        mean_c = k + s1 / n_c\n"
+       "        m2_c = tl.sum(d * d, axis=0) - s1 * (s1 / n_c)\n")], "far from the rest"),
     ("layernorm_fwd_looped", "unbiased variance (N - 1)",
      [("rstd = tl.rsqrt(m2 / N + eps)", "rstd = tl.rsqrt(m2 / (N - 1) + eps)")], "biased variance"),
     ("layernorm_fwd_looped", "no mask on the store",
