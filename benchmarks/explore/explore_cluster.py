@@ -21,12 +21,16 @@ Stages:
 - "lnguard": the same at one chunk per row, with and without a guard against cancellation (2K-64K).
 - "lnvariants": text edits of lesson 05's looped kernel itself (guard or not, masks folded away), with
   each compiled kernel's registers and spills.
+- "pipe": a persistent grid whose row loop Triton software-pipelines (tl.range num_stages: the next row's
+  load in flight while this row reduces), LayerNorm and RMSNorm at 4K-32K.
+- "prefetch": lesson 05's looped kernel (and an RMSNorm twin) that first asks L2 for the row one or more
+  waves ahead (PTX prefetch.global.L2 through tl.inline_asm_elementwise), at 8K-64K.
 Inputs, byte counts, numerical checks, timer and copy roofline are the course benchmark's (helpers.bench*);
 every timed point is the faster of two interleaved passes. Results: explore_cluster_H100.jsonl, in the
 order run. Its first run's num_ctas = 1 rows read "wrong" because that version of the script passed eps
 and N in swapped places; the last "cluster" run (after the "ln64" rerun) has them measured, and the
 num_ctas > 1 compile failures do not depend on it.
-    python benchmarks/explore/explore_cluster.py [cluster|split|ln64|lnchunk|small|hints|lnstats|lnguard|lnvariants|all]
+    python benchmarks/explore/explore_cluster.py [cluster|split|ln64|lnchunk|small|hints|lnstats|lnguard|lnvariants|pipe|prefetch|all]
 """
 import json
 import os
@@ -609,53 +613,54 @@ EVEN_MASK = [(f"        mask = cols < N\n        x = tl.load(x_row + cols, mask=
              for p in ("evict_last", "evict_first")]   # masks the compiler can drop where BLOCK_N divides N
 TWO_PASS = ("        mean_c = tl.sum(x, axis=0) / n_c\n        d = tl.where(mask, x - mean_c, 0.0)\n"
             "        m2_c = tl.sum(d * d, axis=0)\n")
-ADD_PAIR = ("@triton.jit\ndef _layernorm_fwd_looped_kernel(",
-            "@triton.jit\ndef _add_pair(a1, a2, b1, b2):\n    return a1 + b1, a2 + b2\n\n\n"
-            "@triton.jit\ndef _layernorm_fwd_looped_kernel(")
-SHIFTED = """        k = tl.load(x_row + off).to(tl.float32)
-        d = tl.where(mask, x - k, 0.0)
-        s1, s2 = tl.reduce((d, d * d), 0, _add_pair)
-        mean_c = k + s1 / n_c
-        m2_c = s2 - s1 * (s1 / n_c)
-"""
+COMBINE = ("@triton.jit\ndef _layernorm_fwd_looped_kernel(",
+           "@triton.jit\ndef _add_pair(a1, a2, b1, b2):\n    return a1 + b1, a2 + b2\n\n\n"
+           "@triton.jit\ndef _add_triple(a1, a2, a3, b1, b2, b3):\n    return a1 + b1, a2 + b2, a3 + b3\n\n\n"
+           "@triton.jit\ndef _layernorm_fwd_looped_kernel(")
 GUARD = """        if m2_c * 16.0 < s2:
-            xr = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
-            d = tl.where(mask, xr - mean_c, 0.0)
-            s1, s2 = tl.reduce((d, d * d), 0, _add_pair)
-            mean_c = mean_c + s1 / n_c
-            m2_c = s2 - s1 * (s1 / n_c)
-"""
-THREE_SUMS = """        k = tl.load(x_row + off).to(tl.float32)
-        d = tl.where(mask, x - k, 0.0)
-        mean_c = tl.sum(x, axis=0) / n_c
-        s1 = tl.sum(d, axis=0)
-        s2 = tl.sum(d * d, axis=0)
-        m2_c = s2 - s1 * (s1 / n_c)
-        if m2_c * 16.0 < s2:
             xr = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
             e = tl.where(mask, xr - mean_c, 0.0)
             m2_c = tl.sum(e * e, axis=0)
 """
+TRIPLE = """        k = tl.load(x_row + off).to(tl.float32)
+        d = tl.where(mask, x - k, 0.0)
+        sx, s1, s2 = tl.reduce((x, d, d * d), 0, _add_triple)
+        mean_c = sx / n_c
+        m2_c = s2 - s1 * (s1 / n_c)
+"""
+THREE_SUMS = TRIPLE.replace("sx, s1, s2 = tl.reduce((x, d, d * d), 0, _add_triple)",
+                            "sx = tl.sum(x, axis=0)\n        s1 = tl.sum(d, axis=0)\n        s2 = tl.sum(d * d, axis=0)")
+PAIR_F64 = """        k = tl.load(x_row + off).to(tl.float32)
+        d = tl.where(mask, x - k, 0.0)
+        s1, s2 = tl.reduce((d, d * d), 0, _add_pair)
+        mean_c = (k.to(tl.float64) + s1.to(tl.float64) / n_c).to(tl.float32)
+        m2_c = s2 - s1 * (s1 / n_c)
+"""
 LOOPED_VARIANTS = {   # name -> text edits of lesson 05's solution (its looped kernel's chunk statistics)
-    "two-pass": [],
-    "loop-guard": [ADD_PAIR, (TWO_PASS, SHIFTED + GUARD)],
-    "no-guard": [ADD_PAIR, (TWO_PASS, SHIFTED)],
-    "loop-guard/even": [ADD_PAIR, (TWO_PASS, SHIFTED + GUARD)] + EVEN_MASK,
-    "three-sums": [(TWO_PASS, THREE_SUMS)],
+    "two-pass": [],                                            # the solution: mean, then squared deviations
+    "triple": [COMBINE, (TWO_PASS, TRIPLE + GUARD)],           # (x, x - k, (x - k)^2) in one tl.reduce
+    "three-sums": [(TWO_PASS, THREE_SUMS + GUARD)],            # the same sums as three tl.sum
+    "pair-f64mean": [COMBINE, (TWO_PASS, PAIR_F64 + GUARD)],   # (d, d^2); mean k + s1/n rounded once (fp64)
+    "triple/no-guard": [COMBINE, (TWO_PASS, TRIPLE)],
+    "triple/even": [COMBINE, (TWO_PASS, TRIPLE + GUARD)] + EVEN_MASK,
 }
 
 
 def time_ln_variants(copy):
     """Variants of lesson 05's looped kernel itself (text edits of the solution notebook): its two-pass chunk
-    statistics, or shifted sums (x - k, k the chunk's first value) in one tuple reduce with or without the
-    cancellation guard, or three tl.sum (x for the mean, x - k, (x - k)^2) with the guard; masks folded
-    away where BLOCK_N divides N ("even"). At the dispatcher's N, on randn rows and on rows whose first
-    value is 50 (every row takes the guard). Registers and spills of every compiled variant are written
-    out. The runs in the jsonl edited the (uncommitted) solutions of their time: "guard-regs" re-reduced
-    the x held in registers, "guard-reload" (= "loop-guard" here) re-read it from L2, "guard-after"
-    checked once after the chunk loop, "late-guard" after pass 2 (then wrote y again), "fp64-sums"
-    summed in float64 with no guard; "2sum" is two tl.sum instead of a tuple reduce; the last run
-    ("loop-guard" = "three-sums" here) is the three-sum kernel."""
+    statistics, or shifted sums (x - k, k the chunk's first value) with the cancellation guard: (x, d, d^2)
+    in one tuple reduce ("triple"), the same as three tl.sum, or (d, d^2) in one tuple reduce with the
+    mean k + s1/n rounded once in float64 ("pair-f64mean"); "no-guard" leaves the guard out, "even" folds the
+    masks away where BLOCK_N divides N. At the dispatcher's N, on randn rows and on rows whose first value is
+    50 (every row takes the guard). Registers and spills of every compiled variant are written out; the
+    variants named in LN_GRADE (comma-separated) are also graded (exercises 3 and 4) on the GPU.
+    The runs in the jsonl edited the solutions of their time. Up to run "2026-11-22 #11" the names were:
+    "loop-guard" the pair (d, d^2) in one tuple reduce with the mean k + s1/n and the guard re-reading the
+    chunk from L2 (= "guard-reload"; in run #10 "loop-guard" is the three-sum kernel), "guard-regs" the guard
+    re-reducing the x held in registers, "guard-after" one check after the chunk loop, "late-guard" a check
+    after pass 2 (then writing y again), "fp64-sums" float64 sums with no guard, "2sum" two tl.sum instead
+    of a tuple reduce. In run #12 the solution edited was the triple kernel: "reference" there is "triple"
+    here, "two-pass" is the solution, "no-guard" is "triple/no-guard", "reference/even" is "triple/even"."""
     from autograder.notebook import load, write_variant
     impls, namespaces = {}, {}
     chosen = os.environ.get("LN_VARIANTS", ",".join(LOOPED_VARIANTS)).split(",")   # a comma-separated subset
@@ -668,6 +673,15 @@ def time_ln_variants(copy):
         assert not errors, (name, errors)
         impls[name] = ns["layernorm"]
         namespaces[name] = ns
+        if name in os.environ.get("LN_GRADE", "").split(","):   # a comma-separated subset of the variants
+            from autograder import registry
+            from autograder.runner import grade
+            for ex in ("layernorm_fwd_looped", "layernorm"):
+                r = grade(registry.get(ex), ns)
+                emit(variant=name, exercise=ex, earned=r["earned"], possible=r["possible"],
+                     failed=[f"{c['name']}: {c['message'][:160]}" for c in r["cases"] if not c["passed"]],
+                     mean_errs=[c["message"][c["message"].find("mean"):][:16] for c in r["cases"]
+                                if "|x|~300" in c["name"] or "mean 1e4" in c["name"]])
     torch._dynamo.config.cache_size_limit = 64
     cases = [(32768, torch.bfloat16, False), (32768, torch.bfloat16, True), (16384, torch.bfloat16, False),
              (8192, torch.bfloat16, False), (4096, torch.bfloat16, False), (2048, torch.bfloat16, False),
@@ -696,11 +710,191 @@ def time_ln_variants(copy):
                      shared=k.metadata.shared)
 
 
+@triton.jit
+def _persistent_row_kernel(X, Y, W, B, MEAN, RSTD, M, N, stride_x, stride_y, eps,
+                           BLOCK_N: tl.constexpr, STAGES: tl.constexpr, RMS: tl.constexpr, WB_IN_LOOP: tl.constexpr):
+    # A fixed grid of programs loops over rows; tl.range(num_stages=STAGES) lets Triton's pipeliner issue the
+    # next row's load (asynchronously, into shared memory) while this row's reductions run. Whole row in
+    # registers: exact two-pass statistics, no second read.
+    cols = tl.arange(0, BLOCK_N)
+    mask = cols < N
+    if not WB_IN_LOOP:
+        w = tl.load(W + cols, mask=mask, other=0.0).to(tl.float32)
+        if not RMS:
+            b = tl.load(B + cols, mask=mask, other=0.0).to(tl.float32)
+    for row in tl.range(tl.program_id(0), M, tl.num_programs(0), num_stages=STAGES):
+        r = row                      # int32 offsets: the sweep has 64 Mi elements
+        x = tl.load(X + r * stride_x + cols, mask=mask, other=0.0).to(tl.float32)
+        if WB_IN_LOOP:
+            w = tl.load(W + cols, mask=mask, other=0.0).to(tl.float32)
+            if not RMS:
+                b = tl.load(B + cols, mask=mask, other=0.0).to(tl.float32)
+        if RMS:
+            rstd = tl.rsqrt(tl.sum(x * x, axis=0) / N + eps)
+            y = x * rstd * w
+        else:
+            mean = tl.sum(x, axis=0) / N
+            xc = tl.where(mask, x - mean, 0.0)
+            rstd = tl.rsqrt(tl.sum(xc * xc, axis=0) / N + eps)
+            y = xc * rstd * w + b
+            tl.store(MEAN + r, mean)
+        tl.store(Y + r * stride_y + cols, y.to(Y.dtype.element_ty), mask=mask)
+        tl.store(RSTD + r, rstd)
+
+
+def sweep_with_peers(copy, cases, add_runs):
+    """For each (N, dtype) of cases (LN_NS: a subset of the N) and each op of PIPE_OPS ("ln,rms"): time the
+    lesson's dispatcher, torch.compile and the runs that add_runs(runs, ctx) puts in the dict; ctx holds x,
+    w, b, y, mean, rstd, M, N, rms, eps, sms and the solutions' namespaces ns4, ns5."""
+    from autograder.notebook import load
+    ns4, e4 = load(ROOT / "solutions" / "04_triton_rmsnorm.ipynb")
+    ns5, e5 = load(ROOT / "solutions" / "05_triton_layernorm.ipynb")
+    assert not e4 and not e5, (e4, e5)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    torch._dynamo.config.cache_size_limit = 64
+    only_n = os.environ.get("LN_NS")
+    for N, dtype in cases:
+        if only_n and str(N) not in only_n.split(","):
+            continue
+        x, w, b = inputs(TOTAL // N, N, dtype)
+        M = x.shape[0]
+        y = torch.empty_like(x)
+        mean, rstd = torch.empty(M, device="cuda"), torch.empty(M, device="cuda")
+        for op in os.environ.get("PIPE_OPS", "ln,rms").split(","):
+            rms = op == "rms"
+            eps = bench_rms.EPS if rms else bench_ln.EPS
+            if rms:
+                comp = torch.compile(bench_rms.composite, dynamic=False)
+                runs = {"torch.compile": lambda: comp(x, w), "dispatch": lambda: ns4["rmsnorm"](x, w, eps)[0]}
+            else:
+                comp = torch.compile(bench_ln.composite, dynamic=False)
+                runs = {"torch.compile": lambda: comp(x, w, b), "dispatch": lambda: ns5["layernorm"](x, w, b, eps)[0]}
+            add_runs(runs, dict(x=x, w=w, b=b, y=y, mean=mean, rstd=rstd, M=M, N=N, rms=rms, eps=eps, sms=sms,
+                                ns4=ns4, ns5=ns5))
+            best_of_two(op, runs, x, w, b, copy, reset=y.zero_)
+        del x, w, b, y
+        torch.cuda.empty_cache()
+
+
+def time_pipelined(copy):
+    """Rows of 16-64 KB: a persistent grid whose row loop is software-pipelined by Triton (tl.range with
+    num_stages: the next row's load in flight while this row reduces), for LayerNorm and RMSNorm, next to
+    the lessons' dispatchers and torch.compile. Names: pipe/s<stages>/w<warps>/g<programs per SM>[/wb]
+    (/wb: weight and bias loaded inside the loop)."""
+    def add_runs(runs, c):
+        x, N = c["x"], c["N"]
+        for stages in (1, 2, 3):
+            if stages * N * x.element_size() > 160 * 1024:
+                continue
+            for warps in (8, 16, 32):
+                if not 8 <= N // (warps * 32) <= 64:
+                    continue
+                for g in (1, 2):
+                    for wb in (False, True):
+                        def run(stages=stages, warps=warps, g=g, wb=wb):
+                            _persistent_row_kernel[(min(c["M"], g * c["sms"]),)](
+                                x, c["y"], c["w"], c["b"], c["mean"], c["rstd"], c["M"], N, x.stride(0),
+                                c["y"].stride(0), c["eps"], BLOCK_N=triton.next_power_of_2(N), STAGES=stages,
+                                RMS=c["rms"], WB_IN_LOOP=wb, num_warps=warps)
+                            return c["y"]
+                        runs[f"pipe/s{stages}/w{warps}/g{g}{'/wb' if wb else ''}"] = run
+
+    sweep_with_peers(copy, [(32768, torch.bfloat16), (16384, torch.bfloat16), (16384, torch.float32),
+                            (8192, torch.bfloat16), (32768, torch.float16), (8192, torch.float32),
+                            (4096, torch.bfloat16)], add_runs)
+    for caches in _persistent_row_kernel.device_caches.values():
+        for k in caches[0].values():
+            emit(kernel="pipe", warps=k.metadata.num_warps, regs=k.n_regs, spills=k.n_spills, shared=k.metadata.shared)
+
+
+@triton.jit
+def _prefetch_l2(addrs, EVICT_LAST: tl.constexpr):
+    # one PTX prefetch per address: its 128-byte line is fetched into L2, nothing is held in registers
+    if EVICT_LAST:
+        tl.inline_asm_elementwise("prefetch.global.L2::evict_last [$1];\n\tmov.u32 $0, 0;", "=r,l", [addrs],
+                                  dtype=tl.int32, is_pure=False, pack=1)
+    else:
+        tl.inline_asm_elementwise("prefetch.global.L2 [$1];\n\tmov.u32 $0, 0;", "=r,l", [addrs],
+                                  dtype=tl.int32, is_pure=False, pack=1)
+
+
+@triton.jit
+def _prefetch_ahead_kernel(X, Y, W, B, MEAN, RSTD, M, stride_x, stride_y, eps, ahead, N: tl.constexpr,
+                           BLOCK_N: tl.constexpr, LINE: tl.constexpr, RMS: tl.constexpr, PREFETCH: tl.constexpr,
+                           EVICT_LAST: tl.constexpr):
+    # Lesson 05's looped kernel (lesson 04's statistics when RMS), plus: before its own row, each program asks
+    # L2 for row `row + ahead` (a row of a later wave), so HBM keeps streaming while programs reduce.
+    row = tl.program_id(0).to(tl.int64)
+    x_row = X + row * stride_x
+    y_row = Y + row * stride_y
+    if PREFETCH:
+        if row + ahead < M:
+            for off in range(0, N, BLOCK_N):
+                lines = off + tl.arange(0, BLOCK_N // LINE) * LINE
+                ptrs = X + (row + ahead) * stride_x + tl.minimum(lines, N - 1)
+                _prefetch_l2(ptrs.to(tl.int64, bitcast=True), EVICT_LAST)
+    n = 0.0
+    mean = 0.0
+    m2 = 0.0
+    for off in range(0, N, BLOCK_N):
+        cols = off + tl.arange(0, BLOCK_N)
+        mask = cols < N
+        x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        if RMS:
+            m2 += tl.sum(x * x, axis=0)
+        else:
+            n_c = tl.minimum(N - off, BLOCK_N).to(tl.float32)
+            mean_c = tl.sum(x, axis=0) / n_c
+            d = tl.where(mask, x - mean_c, 0.0)
+            m2_c = tl.sum(d * d, axis=0)
+            n_new = n + n_c
+            delta = mean_c - mean
+            mean = mean + delta * (n_c / n_new)
+            m2 = m2 + m2_c + delta * delta * (n * n_c / n_new)
+            n = n_new
+    rstd = tl.rsqrt(m2 / N + eps)
+    for off in range(0, N, BLOCK_N):
+        cols = off + tl.arange(0, BLOCK_N)
+        mask = cols < N
+        x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+        y = (x - mean) * rstd * tl.load(W + cols, mask=mask, other=0.0).to(tl.float32)
+        if not RMS:
+            y = y + tl.load(B + cols, mask=mask, other=0.0).to(tl.float32)
+        tl.store(y_row + cols, y.to(Y.dtype.element_ty), mask=mask)
+    if not RMS:
+        tl.store(MEAN + row, mean)
+    tl.store(RSTD + row, rstd)
+
+
+def time_prefetch(copy):
+    """Rows of 16-128 KB, one program per row (lesson 05's looped kernel; RMSNorm statistics for op "rms"),
+    with an L2 prefetch of the row `ahead` programs later (PTX prefetch.global.L2 through
+    tl.inline_asm_elementwise): pf/a<ahead in waves of SMs>[/last: evict_last]; pf/a0 is the plain kernel."""
+    def add_runs(runs, c):
+        x, N = c["x"], c["N"]
+        block = min(triton.next_power_of_2(N), 32768)
+        for waves in (0, 1, 2, 4):
+            for last in ((False, True) if waves else (False,)):
+                def run(waves=waves, last=last):
+                    _prefetch_ahead_kernel[(c["M"],)](
+                        x, c["y"], c["w"], c["b"], c["mean"], c["rstd"], c["M"], x.stride(0), c["y"].stride(0),
+                        c["eps"], max(1, waves * c["sms"]), N=N, BLOCK_N=block, LINE=128 // x.element_size(),
+                        RMS=c["rms"], PREFETCH=waves > 0, EVICT_LAST=last,
+                        num_warps=c["ns5"]["looped_warps_for"](block, x.element_size()))
+                    return c["y"]
+                runs[f"pf/a{waves}{'/last' if last else ''}"] = run
+
+    sweep_with_peers(copy, [(32768, torch.bfloat16), (32768, torch.float16), (65536, torch.bfloat16),
+                            (16384, torch.bfloat16), (32768, torch.float32), (16384, torch.float32),
+                            (8192, torch.bfloat16)], add_runs)
+
+
 def main():
     stages = {"cluster": time_cluster, "split": time_split, "ln64": time_ln_one_chunk,
               "lnchunk": time_ln_chunks, "small": time_small, "hints": time_hints,
               "lnstats": time_ln_stats, "lnguard": time_ln_guard,
-              "lnvariants": time_ln_variants}
+              "lnvariants": time_ln_variants, "pipe": time_pipelined,
+              "prefetch": time_prefetch}
     stage = sys.argv[1] if len(sys.argv) > 1 else "all"
     if stage != "all" and stage not in stages:
         raise SystemExit(f"unknown stage {stage!r}: one of {', '.join(stages)} or all")
