@@ -636,6 +636,12 @@ PAIR_F64 = """        k = tl.load(x_row + off).to(tl.float32)
         mean_c = (k.to(tl.float64) + s1.to(tl.float64) / n_c).to(tl.float32)
         m2_c = s2 - s1 * (s1 / n_c)
 """
+X_CG = [(f"        x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy=\"{p}\")",
+         "        x = tl.load(x_row + cols, mask=mask, other=0.0, cache_modifier=\".cg\")")
+        for p in ("evict_last", "evict_first")]   # x bypasses L1 (L2 only; ptxas refuses .cg with evict_*)
+WB_CA = [(f"            y = y {op} tl.load({t} + cols, mask=mask, other=0.0).to(tl.float32)\n",
+          f"            y = y {op} tl.load({t} + cols, mask=mask, other=0.0, cache_modifier=\".ca\").to(tl.float32)\n")
+         for op, t in (("*", "W"), ("+", "B"))]    # weight and bias cached in L1 and L2
 LOOPED_VARIANTS = {   # name -> text edits of lesson 05's solution (its looped kernel's chunk statistics)
     "two-pass": [],                                            # the solution: mean, then squared deviations
     "triple": [COMBINE, (TWO_PASS, TRIPLE + GUARD)],           # (x, x - k, (x - k)^2) in one tl.reduce
@@ -643,6 +649,10 @@ LOOPED_VARIANTS = {   # name -> text edits of lesson 05's solution (its looped k
     "pair-f64mean": [COMBINE, (TWO_PASS, PAIR_F64 + GUARD)],   # (d, d^2); mean k + s1/n rounded once (fp64)
     "triple/no-guard": [COMBINE, (TWO_PASS, TRIPLE)],
     "triple/even": [COMBINE, (TWO_PASS, TRIPLE + GUARD)] + EVEN_MASK,
+    "x-cg": X_CG,
+    "wb-ca": WB_CA,
+    "x-cg/wb-ca": X_CG + WB_CA,
+    "triple/x-cg/wb-ca": [COMBINE, (TWO_PASS, TRIPLE + GUARD)] + X_CG + WB_CA,
 }
 
 
@@ -651,7 +661,9 @@ def time_ln_variants(copy):
     statistics, or shifted sums (x - k, k the chunk's first value) with the cancellation guard: (x, d, d^2)
     in one tuple reduce ("triple"), the same as three tl.sum, or (d, d^2) in one tuple reduce with the
     mean k + s1/n rounded once in float64 ("pair-f64mean"); "no-guard" leaves the guard out, "even" folds the
-    masks away where BLOCK_N divides N. At the dispatcher's N, on randn rows and on rows whose first value is
+    masks away where BLOCK_N divides N; "x-cg" loads x with cache_modifier ".cg" (L2 only), "wb-ca" the weight
+    and bias with ".ca" (L1 and L2: every program reads them); run #15 tried them with evict_last, which
+    ptxas refuses. At the dispatcher's N, on randn rows and on rows whose first value is
     50 (every row takes the guard). Registers and spills of every compiled variant are written out; the
     variants named in LN_GRADE (comma-separated) are also graded (exercises 3 and 4) on the GPU.
     The runs in the jsonl edited the solutions of their time. Up to run "2026-11-22 #11" the names were:
