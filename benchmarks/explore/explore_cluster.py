@@ -28,12 +28,13 @@ Stages:
 - "peers": the lessons' dispatchers against torch.compile, pass by pass, where the bench has them close.
 - "rmsvariants": lesson 04's dispatcher with N as a tl.constexpr, and its tiles with fewer warps, against
   torch.compile at the same points.
+- "tiles": the tile kernels of lessons 04 and 05 at N = 512 with N as a tl.constexpr or int32 offsets.
 Inputs, byte counts, numerical checks, timer and copy roofline are the course benchmark's (helpers.bench*);
 every timed point is the faster of two interleaved passes. Results: explore_cluster_H100.jsonl, in the
 order run. Its first run's num_ctas = 1 rows read "wrong" because that version of the script passed eps
 and N in swapped places; the last "cluster" run (after the "ln64" rerun) has them measured, and the
 num_ctas > 1 compile failures do not depend on it.
-    python benchmarks/explore/explore_cluster.py [cluster|split|ln64|lnchunk|small|hints|lnstats|lnguard|lnvariants|pipe|prefetch|peers|rmsvariants|all]
+    python benchmarks/explore/explore_cluster.py [cluster|split|ln64|lnchunk|small|hints|lnstats|lnguard|lnvariants|pipe|prefetch|peers|rmsvariants|tiles|all]
 """
 import json
 import os
@@ -984,13 +985,64 @@ def time_rms_variants(copy):
         torch.cuda.empty_cache()
 
 
+INT32_ROWS = ("    rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)",
+              "    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)")   # int32 offsets (< 2**31 here)
+TILE_VARIANTS = {   # op -> name -> text edits of lesson 04's / 05's solution (their tile kernels)
+    "rms": {"solution": [],
+            "N-constexpr": [("def _rmsnorm_fwd_rows_kernel(X, Y, W, RSTD, M, N, stride_x",
+                             "def _rmsnorm_fwd_rows_kernel(X, Y, W, RSTD, M, N: tl.constexpr, stride_x")],
+            "int32": [INT32_ROWS]},
+    "ln": {"solution": [],
+           "N-constexpr": [("def _layernorm_fwd_kernel(X, Y, W, B, MEAN, RSTD, M, N, stride_x",
+                            "def _layernorm_fwd_kernel(X, Y, W, B, MEAN, RSTD, M, N: tl.constexpr, stride_x")],
+           "int32": [INT32_ROWS]},
+}
+
+
+def time_tiles(copy):
+    """Rows under 2 KB (N = 512 in bf16/fp16): the tile kernels of lessons 04 and 05 with N as a tl.constexpr
+    or with int32 row offsets (run #19 had only the constexpr variant), at 2-8 rows per program, against torch.compile (2 rows, 1 warp, N a constant in its kernel); PASSES
+    (default 5) interleaved passes, each kept."""
+    from autograder.notebook import load, write_variant
+    passes = int(os.environ.get("PASSES", "5"))
+    lessons = {"rms": ("04_triton_rmsnorm", "rmsnorm_fwd_rows"), "ln": ("05_triton_layernorm", "layernorm_fwd")}
+    torch._dynamo.config.cache_size_limit = 64
+    for op, variants in TILE_VARIANTS.items():
+        lesson, launcher = lessons[op]
+        spaces = {}
+        for name, edits in variants.items():
+            ns, errors = load(write_variant(ROOT / "solutions" / f"{lesson}.ipynb", edits,
+                                            OUT / f"tile_{op}_{name.replace('-', '_')}.ipynb"))
+            assert not errors, (name, errors)
+            spaces[name] = ns
+        for dtype in (torch.bfloat16, torch.float16):
+            x, w, b = inputs(TOTAL // 512, 512, dtype)
+            if op == "rms":
+                comp = torch.compile(bench_rms.composite, dynamic=False)
+                runs = {"torch.compile": lambda: comp(x, w)}
+            else:
+                comp = torch.compile(bench_ln.composite, dynamic=False)
+                runs = {"torch.compile": lambda: comp(x, w, b)}
+            for name, ns in spaces.items():
+                for m in (2, 4, 8):
+                    if op == "rms":
+                        runs[f"{name}/m{m}"] = lambda ns=ns, m=m: ns[launcher](x, w, bench_rms.EPS, rows_per_program=m)[0]
+                    else:
+                        runs[f"{name}/m{m}"] = lambda ns=ns, m=m: ns[launcher](x, w, b, bench_ln.EPS,
+                                                                               rows_per_program=m)[0]
+            best_of_two(op, runs, x, w, b, copy, passes=passes)
+            del x, w, b
+            torch.cuda.empty_cache()
+
+
 def main():
     stages = {"cluster": time_cluster, "split": time_split, "ln64": time_ln_one_chunk,
               "lnchunk": time_ln_chunks, "small": time_small, "hints": time_hints,
               "lnstats": time_ln_stats, "lnguard": time_ln_guard,
               "lnvariants": time_ln_variants, "pipe": time_pipelined,
               "prefetch": time_prefetch, "peers": time_peers,
-              "rmsvariants": time_rms_variants}
+              "rmsvariants": time_rms_variants,
+              "tiles": time_tiles}
     stage = sys.argv[1] if len(sys.argv) > 1 else "all"
     if stage != "all" and stage not in stages:
         raise SystemExit(f"unknown stage {stage!r}: one of {', '.join(stages)} or all")
