@@ -987,22 +987,32 @@ def time_rms_variants(copy):
 
 INT32_ROWS = ("    rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)",
               "    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)")   # int32 offsets (< 2**31 here)
+RMS_N_CONST = ("def _rmsnorm_fwd_rows_kernel(X, Y, W, RSTD, M, N, stride_x",
+               "def _rmsnorm_fwd_rows_kernel(X, Y, W, RSTD, M, N: tl.constexpr, stride_x")
+LN_N_CONST = ("def _layernorm_fwd_kernel(X, Y, W, B, MEAN, RSTD, M, N, stride_x",
+              "def _layernorm_fwd_kernel(X, Y, W, B, MEAN, RSTD, M, N: tl.constexpr, stride_x")
+NO_ROW_MASK = ("    row_mask = rows < M\n", "    row_mask = tl.full([BLOCK_M], 1, tl.int1)   # only when BLOCK_M divides M\n")
 TILE_VARIANTS = {   # op -> name -> text edits of lesson 04's / 05's solution (their tile kernels)
     "rms": {"solution": [],
-            "N-constexpr": [("def _rmsnorm_fwd_rows_kernel(X, Y, W, RSTD, M, N, stride_x",
-                             "def _rmsnorm_fwd_rows_kernel(X, Y, W, RSTD, M, N: tl.constexpr, stride_x")],
-            "int32": [INT32_ROWS]},
+            "N-constexpr": [RMS_N_CONST],
+            "int32": [INT32_ROWS],
+            "no-masks": [RMS_N_CONST, NO_ROW_MASK],
+            "no-masks/no-rstd": [RMS_N_CONST, NO_ROW_MASK, ("    tl.store(RSTD + rows, rstd, mask=row_mask)\n", "")]},
     "ln": {"solution": [],
-           "N-constexpr": [("def _layernorm_fwd_kernel(X, Y, W, B, MEAN, RSTD, M, N, stride_x",
-                            "def _layernorm_fwd_kernel(X, Y, W, B, MEAN, RSTD, M, N: tl.constexpr, stride_x")],
-           "int32": [INT32_ROWS]},
+           "N-constexpr": [LN_N_CONST],
+           "int32": [INT32_ROWS],
+           "no-masks": [LN_N_CONST, NO_ROW_MASK],
+           "no-masks/no-stats": [LN_N_CONST, NO_ROW_MASK, ("    tl.store(MEAN + rows, mean, mask=row_mask)\n"
+                                                           "    tl.store(RSTD + rows, rstd, mask=row_mask)\n", "")]},
 }
 
 
 def time_tiles(copy):
     """Rows under 2 KB (N = 512 in bf16/fp16): the tile kernels of lessons 04 and 05 with N as a tl.constexpr
-    or with int32 row offsets (run #19 had only the constexpr variant), at 2-8 rows per program, against torch.compile (2 rows, 1 warp, N a constant in its kernel); PASSES
-    (default 5) interleaved passes, each kept."""
+    or with int32 row offsets (run #19 had only the constexpr variant), or with N a constexpr and no masks at
+    all ("no-masks": only right where BLOCK_M divides M, as here), also without the statistics' stores,
+    at 2-8 rows per program (TILES: a comma-separated subset of the variants), against torch.compile (2 rows,
+    1 warp, N a constant in its kernel); PASSES (default 5) interleaved passes, each kept."""
     from autograder.notebook import load, write_variant
     passes = int(os.environ.get("PASSES", "5"))
     lessons = {"rms": ("04_triton_rmsnorm", "rmsnorm_fwd_rows"), "ln": ("05_triton_layernorm", "layernorm_fwd")}
@@ -1011,8 +1021,10 @@ def time_tiles(copy):
         lesson, launcher = lessons[op]
         spaces = {}
         for name, edits in variants.items():
+            if os.environ.get("TILES") and name not in os.environ["TILES"].split(","):
+                continue
             ns, errors = load(write_variant(ROOT / "solutions" / f"{lesson}.ipynb", edits,
-                                            OUT / f"tile_{op}_{name.replace('-', '_')}.ipynb"))
+                                            OUT / f"tile_{op}_{name.replace('-', '_').replace('/', '_')}.ipynb"))
             assert not errors, (name, errors)
             spaces[name] = ns
         for dtype in (torch.bfloat16, torch.float16):
