@@ -50,6 +50,7 @@ sys.path.insert(0, str(ROOT))
 import helpers.bench as hb  # noqa: E402
 import helpers.bench_layernorm as bench_ln  # noqa: E402
 import helpers.bench_rmsnorm as bench_rms  # noqa: E402
+from explore_layernorm import _row_stats  # noqa: E402  (its chunked Chan merge of a row's statistics)
 
 OUT = Path(os.environ.get("OUT", "/tmp"))
 LOG = open(OUT / "explore_cluster.jsonl", "a")
@@ -130,6 +131,22 @@ def _rms_rows_kernel(X, Y, W, RSTD, M, N, stride_x, stride_y, eps,
     tl.store(RSTD + rows, rstd, mask=row_mask)
 
 
+def load_variants(lesson, variants, tag, chosen=None):
+    """{name: namespace} of solutions/<lesson>.ipynb with each variant's text edits (autograder's
+    write_variant), written to OUT/<tag>_<name>.ipynb; `chosen` (names) keeps a subset."""
+    from autograder.notebook import load, write_variant
+    spaces = {}
+    for name, edits in variants.items():
+        if chosen and name not in chosen:
+            continue
+        path = write_variant(ROOT / "solutions" / f"{lesson}.ipynb", edits,
+                             OUT / f"{tag}_{name.replace('/', '_').replace('-', '_')}.ipynb")
+        ns, errors = load(path)
+        assert not errors, (name, errors)
+        spaces[name] = ns
+    return spaces
+
+
 def best_of_two(op, runs, x, w, b, copy, reset=None, passes=2):
     """Check each run's output as the course's benchmark does (fn() returns y; reset() first clears a
     shared y), then time all runs in `passes` interleaved passes; emit each run's fastest % of copy, best
@@ -163,27 +180,12 @@ def time_peers(copy):
     """The lessons' dispatchers against torch.compile where the recorded bench has them within about 2
     points, in PASSES (default 7) interleaved passes: how far apart are they, pass by pass?"""
     passes = int(os.environ.get("PASSES", "7"))
-    from autograder.notebook import load
-    ns4, e4 = load(ROOT / "solutions" / "04_triton_rmsnorm.ipynb")
-    ns5, e5 = load(ROOT / "solutions" / "05_triton_layernorm.ipynb")
-    assert not e4 and not e5, (e4, e5)
-    torch._dynamo.config.cache_size_limit = 64
-    points = [("ln", 512, torch.bfloat16), ("ln", 512, torch.float16), ("ln", 2048, torch.float32),
-              ("ln", 4096, torch.float32), ("ln", 16384, torch.float32), ("rms", 512, torch.bfloat16),
-              ("rms", 8192, torch.bfloat16), ("rms", 16384, torch.bfloat16), ("rms", 32768, torch.bfloat16),
-              ("rms", 4096, torch.float32), ("rms", 8192, torch.float32)]
-    for op, N, dtype in points:
-        x, w, b = inputs(TOTAL // N, N, dtype)
-        if op == "rms":
-            comp = torch.compile(bench_rms.composite, dynamic=False)
-            runs = {"torch.compile": lambda: comp(x, w), "dispatch": lambda: ns4["rmsnorm"](x, w, bench_rms.EPS)[0]}
-        else:
-            comp = torch.compile(bench_ln.composite, dynamic=False)
-            runs = {"torch.compile": lambda: comp(x, w, b),
-                    "dispatch": lambda: ns5["layernorm"](x, w, b, bench_ln.EPS)[0]}
-        best_of_two(op, runs, x, w, b, copy, passes=passes)
-        del x, w, b
-        torch.cuda.empty_cache()
+    points = {"ln": [(512, torch.bfloat16), (512, torch.float16), (2048, torch.float32), (4096, torch.float32),
+                     (16384, torch.float32)],
+              "rms": [(512, torch.bfloat16), (8192, torch.bfloat16), (16384, torch.bfloat16), (32768, torch.bfloat16),
+                      (4096, torch.float32), (8192, torch.float32)]}
+    for op, cases in points.items():
+        sweep_with_peers(copy, cases, lambda runs, c: None, ops=(op,), passes=passes)
 
 
 def time_cluster(copy):
@@ -716,18 +718,10 @@ def time_ln_variants(copy):
     after pass 2 (then writing y again), "fp64-sums" float64 sums with no guard, "2sum" two tl.sum instead
     of a tuple reduce. In run #12 the solution edited was the triple kernel: "reference" there is "triple"
     here, "two-pass" is the solution, "no-guard" is "triple/no-guard", "reference/even" is "triple/even"."""
-    from autograder.notebook import load, write_variant
-    impls, namespaces = {}, {}
     chosen = os.environ.get("LN_VARIANTS", ",".join(LOOPED_VARIANTS)).split(",")   # a comma-separated subset
-    for name, edits in LOOPED_VARIANTS.items():
-        if name not in chosen:
-            continue
-        path = write_variant(ROOT / "solutions" / "05_triton_layernorm.ipynb", edits,
-                             OUT / f"looped_{name.replace('/', '_').replace('-', '_')}.ipynb")
-        ns, errors = load(path)
-        assert not errors, (name, errors)
-        impls[name] = ns["layernorm"]
-        namespaces[name] = ns
+    namespaces = load_variants("05_triton_layernorm", LOOPED_VARIANTS, "looped", chosen)
+    impls = {name: ns["layernorm"] for name, ns in namespaces.items()}
+    for name, ns in namespaces.items():
         if name in os.environ.get("LN_GRADE", "").split(","):   # a comma-separated subset of the variants
             from autograder import registry
             from autograder.runner import grade
@@ -797,10 +791,11 @@ def _persistent_row_kernel(X, Y, W, B, MEAN, RSTD, M, N, stride_x, stride_y, eps
         tl.store(RSTD + r, rstd)
 
 
-def sweep_with_peers(copy, cases, add_runs):
-    """For each (N, dtype) of cases (LN_NS: a subset of the N) and each op of PIPE_OPS ("ln,rms"): time the
-    lesson's dispatcher, torch.compile and the runs that add_runs(runs, ctx) puts in the dict; ctx holds x,
-    w, b, y, mean, rstd, M, N, rms, eps, sms and the solutions' namespaces ns4, ns5."""
+def sweep_with_peers(copy, cases, add_runs, ops=None, passes=2):
+    """For each (N, dtype) of cases (LN_NS: a subset of the N) and each op of ops (default PIPE_OPS, "ln,rms"):
+    time the lesson's dispatcher, torch.compile and the runs that add_runs(runs, ctx) puts in the dict, in
+    `passes` interleaved passes; ctx holds x, w, b, y, mean, rstd, M, N, rms, eps, sms and the solutions'
+    namespaces ns4, ns5."""
     from autograder.notebook import load
     ns4, e4 = load(ROOT / "solutions" / "04_triton_rmsnorm.ipynb")
     ns5, e5 = load(ROOT / "solutions" / "05_triton_layernorm.ipynb")
@@ -815,7 +810,7 @@ def sweep_with_peers(copy, cases, add_runs):
         M = x.shape[0]
         y = torch.empty_like(x)
         mean, rstd = torch.empty(M, device="cuda"), torch.empty(M, device="cuda")
-        for op in os.environ.get("PIPE_OPS", "ln,rms").split(","):
+        for op in ops or os.environ.get("PIPE_OPS", "ln,rms").split(","):
             rms = op == "rms"
             eps = bench_rms.EPS if rms else bench_ln.EPS
             if rms:
@@ -826,7 +821,7 @@ def sweep_with_peers(copy, cases, add_runs):
                 runs = {"torch.compile": lambda: comp(x, w, b), "dispatch": lambda: ns5["layernorm"](x, w, b, eps)[0]}
             add_runs(runs, dict(x=x, w=w, b=b, y=y, mean=mean, rstd=rstd, M=M, N=N, rms=rms, eps=eps, sms=sms,
                                 ns4=ns4, ns5=ns5))
-            best_of_two(op, runs, x, w, b, copy, reset=y.zero_)
+            best_of_two(op, runs, x, w, b, copy, reset=y.zero_, passes=passes)
         del x, w, b, y
         torch.cuda.empty_cache()
 
@@ -888,25 +883,15 @@ def _prefetch_ahead_kernel(X, Y, W, B, MEAN, RSTD, M, stride_x, stride_y, eps, a
                 lines = off + tl.arange(0, BLOCK_N // LINE) * LINE
                 ptrs = X + (row + ahead) * stride_x + tl.minimum(lines, N - 1)
                 _prefetch_l2(ptrs.to(tl.int64, bitcast=True), EVICT_LAST)
-    n = 0.0
-    mean = 0.0
-    m2 = 0.0
-    for off in range(0, N, BLOCK_N):
-        cols = off + tl.arange(0, BLOCK_N)
-        mask = cols < N
-        x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
-        if RMS:
+    if RMS:
+        mean = 0.0
+        m2 = 0.0
+        for off in range(0, N, BLOCK_N):
+            cols = off + tl.arange(0, BLOCK_N)
+            x = tl.load(x_row + cols, mask=cols < N, other=0.0, eviction_policy="evict_last").to(tl.float32)
             m2 += tl.sum(x * x, axis=0)
-        else:
-            n_c = tl.minimum(N - off, BLOCK_N).to(tl.float32)
-            mean_c = tl.sum(x, axis=0) / n_c
-            d = tl.where(mask, x - mean_c, 0.0)
-            m2_c = tl.sum(d * d, axis=0)
-            n_new = n + n_c
-            delta = mean_c - mean
-            mean = mean + delta * (n_c / n_new)
-            m2 = m2 + m2_c + delta * delta * (n * n_c / n_new)
-            n = n_new
+    else:
+        mean, m2 = _row_stats(x_row, N, BLOCK_N)   # the solution's pass 1 (evict_last loads, Chan merge)
     rstd = tl.rsqrt(m2 / N + eps)
     for off in range(0, N, BLOCK_N):
         cols = off + tl.arange(0, BLOCK_N)
@@ -946,43 +931,34 @@ def time_prefetch(copy):
 
 RMS_VARIANTS = {   # name -> text edits of lesson 04's solution
     "solution": [],
-    "N-constexpr": [("def _rmsnorm_fwd_kernel(X, Y, W, RSTD, stride_x, stride_y, N, eps,",
-                     "def _rmsnorm_fwd_kernel(X, Y, W, RSTD, stride_x, stride_y, N: tl.constexpr, eps,")],
+    "N-runtime": [("def _rmsnorm_fwd_kernel(X, Y, W, RSTD, stride_x, stride_y, N: tl.constexpr, eps,",
+                   "def _rmsnorm_fwd_kernel(X, Y, W, RSTD, stride_x, stride_y, N, eps,")],
     "tile-warps-m/2": [("num_warps=min(8, num_warps_for(BLOCK_M * BLOCK_N, x.element_size())))",
                         "num_warps=max(1, BLOCK_M // 2))")],
 }
 
 
 def time_rms_variants(copy):
-    """Lesson 04's dispatcher with text edits of its solution (RMS_VARIANTS: N as a tl.constexpr in exercise 1's
-    kernel; tiles of m rows with m/2 warps, as torch.compile's 2 rows and 1 warp at N = 512) against
-    torch.compile, where the bench has compile ahead; PASSES (default 5) interleaved passes, each kept."""
-    from autograder.notebook import load, write_variant
+    """Lesson 04's dispatcher with text edits of its solution (RMS_VARIANTS: N as a runtime argument of exercise
+    1's kernel, as before 0.5.2; in run #18, before 0.5.2, "N-constexpr" was the edit and "solution" had the
+    runtime N; tiles of m rows with m/2 warps, as torch.compile's 2 rows and 1 warp at N = 512) against
+    torch.compile, where the bench has compile ahead; PASSES (default 5) interleaved passes, each kept
+    ("dispatch" and "solution" are the same function: their spread is the noise)."""
     passes = int(os.environ.get("PASSES", "5"))
-    spaces = {}
-    for name, edits in RMS_VARIANTS.items():
-        path = write_variant(ROOT / "solutions" / "04_triton_rmsnorm.ipynb", edits,
-                             OUT / f"rms_{name.replace('/', '_').replace('-', '_')}.ipynb")
-        ns, errors = load(path)
-        assert not errors, (name, errors)
-        spaces[name] = ns
-    torch._dynamo.config.cache_size_limit = 64
-    for N, dtype in ((512, torch.bfloat16), (8192, torch.bfloat16), (16384, torch.bfloat16), (32768, torch.bfloat16),
-                     (4096, torch.float32), (8192, torch.float32)):
-        x, w, b = inputs(TOTAL // N, N, dtype)
-        comp = torch.compile(bench_rms.composite, dynamic=False)
-        runs = {"torch.compile": lambda: comp(x, w)}
+    spaces = load_variants("04_triton_rmsnorm", RMS_VARIANTS, "rms")
+
+    def add_runs(runs, c):
+        x, w = c["x"], c["w"]
         for name, ns in spaces.items():
-            if name == "tile-warps-m/2":
-                if N * x.element_size() < 2048:
-                    for m in (2, 4, 8):
-                        runs[f"{name}/m{m}"] = lambda ns=ns, m=m: ns["rmsnorm_fwd_rows"](x, w, bench_rms.EPS,
-                                                                                        rows_per_program=m)[0]
-            else:
-                runs[name] = lambda ns=ns: ns["rmsnorm"](x, w, bench_rms.EPS)[0]
-        best_of_two("rms", runs, x, w, b, copy, passes=passes)
-        del x, w, b
-        torch.cuda.empty_cache()
+            if name != "tile-warps-m/2":
+                runs[name] = lambda ns=ns: ns["rmsnorm"](x, w, c["eps"])[0]
+            elif c["N"] * x.element_size() < 2048:
+                for m in (2, 4, 8):
+                    runs[f"{name}/m{m}"] = lambda ns=ns, m=m: ns["rmsnorm_fwd_rows"](x, w, c["eps"], rows_per_program=m)[0]
+
+    sweep_with_peers(copy, [(512, torch.bfloat16), (8192, torch.bfloat16), (16384, torch.bfloat16),
+                            (32768, torch.bfloat16), (4096, torch.float32), (8192, torch.float32)], add_runs,
+                     ops=("rms",), passes=passes)
 
 
 INT32_ROWS = ("    rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)",
@@ -1013,38 +989,20 @@ def time_tiles(copy):
     all ("no-masks": only right where BLOCK_M divides M, as here), also without the statistics' stores,
     at 2-8 rows per program (TILES: a comma-separated subset of the variants), against torch.compile (2 rows,
     1 warp, N a constant in its kernel); PASSES (default 5) interleaved passes, each kept."""
-    from autograder.notebook import load, write_variant
     passes = int(os.environ.get("PASSES", "5"))
+    chosen = os.environ.get("TILES", "").split(",") if os.environ.get("TILES") else None
     lessons = {"rms": ("04_triton_rmsnorm", "rmsnorm_fwd_rows"), "ln": ("05_triton_layernorm", "layernorm_fwd")}
-    torch._dynamo.config.cache_size_limit = 64
     for op, variants in TILE_VARIANTS.items():
         lesson, launcher = lessons[op]
-        spaces = {}
-        for name, edits in variants.items():
-            if os.environ.get("TILES") and name not in os.environ["TILES"].split(","):
-                continue
-            ns, errors = load(write_variant(ROOT / "solutions" / f"{lesson}.ipynb", edits,
-                                            OUT / f"tile_{op}_{name.replace('-', '_').replace('/', '_')}.ipynb"))
-            assert not errors, (name, errors)
-            spaces[name] = ns
-        for dtype in (torch.bfloat16, torch.float16):
-            x, w, b = inputs(TOTAL // 512, 512, dtype)
-            if op == "rms":
-                comp = torch.compile(bench_rms.composite, dynamic=False)
-                runs = {"torch.compile": lambda: comp(x, w)}
-            else:
-                comp = torch.compile(bench_ln.composite, dynamic=False)
-                runs = {"torch.compile": lambda: comp(x, w, b)}
+        spaces = load_variants(lesson, variants, f"tile_{op}", chosen)
+
+        def add_runs(runs, c, spaces=spaces, launcher=launcher):
+            args = (c["x"], c["w"]) if c["rms"] else (c["x"], c["w"], c["b"])
             for name, ns in spaces.items():
                 for m in (2, 4, 8):
-                    if op == "rms":
-                        runs[f"{name}/m{m}"] = lambda ns=ns, m=m: ns[launcher](x, w, bench_rms.EPS, rows_per_program=m)[0]
-                    else:
-                        runs[f"{name}/m{m}"] = lambda ns=ns, m=m: ns[launcher](x, w, b, bench_ln.EPS,
-                                                                               rows_per_program=m)[0]
-            best_of_two(op, runs, x, w, b, copy, passes=passes)
-            del x, w, b
-            torch.cuda.empty_cache()
+                    runs[f"{name}/m{m}"] = lambda ns=ns, m=m: ns[launcher](*args, c["eps"], rows_per_program=m)[0]
+
+        sweep_with_peers(copy, [(512, torch.bfloat16), (512, torch.float16)], add_runs, ops=(op,), passes=passes)
 
 
 def main():

@@ -186,4 +186,5 @@ def main():
             del x, y
     json.dump(res, open(os.path.join(os.environ.get("OUT", "/tmp"), "explore_layernorm.json"), "w"))
 
-main()
+if __name__ == "__main__":
+    main()
