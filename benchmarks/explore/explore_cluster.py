@@ -29,15 +29,21 @@ Stages:
 - "rmsvariants": lesson 04's dispatcher with N as a tl.constexpr, and its tiles with fewer warps, against
   torch.compile at the same points.
 - "tiles": the tile kernels of lessons 04 and 05 at N = 512 with N as a tl.constexpr or int32 offsets.
+- "ladder": the same tile kernels edited step by step toward torch.compile's kernel at N = 512, and lesson
+  04's one-row kernel with half or twice its warps at 2K-4K fp32 and 8K fp16.
+- "params": weight and bias loaded evict_last, in the N = 512 tiles and in every kernel of the dispatchers.
+- "rowwarps": lesson 04's one-row kernel with 16 warps for 16 KB rows and/or its weight loaded evict_last.
+- "lnwarps": lesson 05's looped kernel with two warps per KB of chunk, at 2K-8K.
 Inputs, byte counts, numerical checks, timer and copy roofline are the course benchmark's (helpers.bench*);
 every timed point is the faster of two interleaved passes. Results: explore_cluster_H100.jsonl, in the
 order run. Its first run's num_ctas = 1 rows read "wrong" because that version of the script passed eps
 and N in swapped places; the last "cluster" run (after the "ln64" rerun) has them measured, and the
 num_ctas > 1 compile failures do not depend on it.
-    python benchmarks/explore/explore_cluster.py [cluster|split|ln64|lnchunk|small|hints|lnstats|lnguard|lnvariants|pipe|prefetch|peers|rmsvariants|tiles|all]
+    python benchmarks/explore/explore_cluster.py [cluster|split|ln64|lnchunk|small|hints|lnstats|lnguard|lnvariants|pipe|prefetch|peers|rmsvariants|tiles|ladder|params|rowwarps|lnwarps|all]
 """
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -140,7 +146,7 @@ def load_variants(lesson, variants, tag, chosen=None):
         if chosen and name not in chosen:
             continue
         path = write_variant(ROOT / "solutions" / f"{lesson}.ipynb", edits,
-                             OUT / f"{tag}_{name.replace('/', '_').replace('-', '_')}.ipynb")
+                             OUT / f"{tag}_{re.sub('[^A-Za-z0-9]', '_', name)}.ipynb")
         ns, errors = load(path)
         assert not errors, (name, errors)
         spaces[name] = ns
@@ -983,6 +989,23 @@ TILE_VARIANTS = {   # op -> name -> text edits of lesson 04's / 05's solution (t
 }
 
 
+TILE_LAUNCHERS = {"rms": ("04_triton_rmsnorm", "rmsnorm_fwd_rows"), "ln": ("05_triton_layernorm", "layernorm_fwd")}
+
+
+def sweep_tiles(copy, op, spaces, passes, ms=(2, 4, 8)):
+    """Each variant's tile launcher (TILE_LAUNCHERS) at ms rows per program, at N = 512 in bf16 and fp16, next to
+    torch.compile and the lesson's dispatcher (stages "tiles", "ladder", "params")."""
+    launcher = TILE_LAUNCHERS[op][1]
+
+    def add_runs(runs, c):
+        args = (c["x"], c["w"]) if c["rms"] else (c["x"], c["w"], c["b"])
+        for name, ns in spaces.items():
+            for m in ms:
+                runs[f"{name}/m{m}"] = lambda ns=ns, m=m: ns[launcher](*args, c["eps"], rows_per_program=m)[0]
+
+    sweep_with_peers(copy, [(512, torch.bfloat16), (512, torch.float16)], add_runs, ops=(op,), passes=passes)
+
+
 def time_tiles(copy):
     """Rows under 2 KB (N = 512 in bf16/fp16): the tile kernels of lessons 04 and 05 with N as a tl.constexpr
     or with int32 row offsets (run #19 had only the constexpr variant), or with N a constexpr and no masks at
@@ -991,18 +1014,157 @@ def time_tiles(copy):
     1 warp, N a constant in its kernel); PASSES (default 5) interleaved passes, each kept."""
     passes = int(os.environ.get("PASSES", "5"))
     chosen = os.environ.get("TILES", "").split(",") if os.environ.get("TILES") else None
-    lessons = {"rms": ("04_triton_rmsnorm", "rmsnorm_fwd_rows"), "ln": ("05_triton_layernorm", "layernorm_fwd")}
     for op, variants in TILE_VARIANTS.items():
-        lesson, launcher = lessons[op]
-        spaces = load_variants(lesson, variants, f"tile_{op}", chosen)
+        sweep_tiles(copy, op, load_variants(TILE_LAUNCHERS[op][0], variants, f"tile_{op}", chosen), passes)
 
-        def add_runs(runs, c, spaces=spaces, launcher=launcher):
-            args = (c["x"], c["w"]) if c["rms"] else (c["x"], c["w"], c["b"])
+
+def _ladder(op):
+    """Cumulative text edits of a lesson's tile kernel toward torch.compile's kernel at N = 512 (stage "ladder");
+    run #22 had the 0.5.2 kernels, whose weight and bias loads had no eviction hint."""
+    warps = (("num_warps=min(8, num_warps_for(BLOCK_M * BLOCK_N, x.element_size())))", "num_warps=max(1, BLOCK_M // 2))")
+             if op == "rms" else ("num_warps=num_warps_for(BLOCK_M * BLOCK_N, x.element_size()))",
+                                  "num_warps=max(1, BLOCK_M // 2))"))
+    no_masks = [RMS_N_CONST if op == "rms" else LN_N_CONST, NO_ROW_MASK]
+    const_stride = [("X + rows[:, None] * stride_x", "X + rows[:, None] * N"),    # only right when contiguous
+                    ("Y + rows[:, None] * stride_y", "Y + rows[:, None] * N")]
+    params = [("y = y * tl.load(W + cols, mask=col_mask, other=0.0)",
+               "y = y * tl.load(W + cols, mask=col_mask, other=0.0, eviction_policy=\"evict_last\")")]
+    if op == "ln":
+        params.append(("y = y + tl.load(B + cols, mask=col_mask, other=0.0)",
+                       "y = y + tl.load(B + cols, mask=col_mask, other=0.0, eviction_policy=\"evict_last\")"))
+    no_stats = (TILE_VARIANTS[op]["no-masks/no-rstd" if op == "rms" else "no-masks/no-stats"][-1],)
+    if not any(params[0][0] in text for text in solution_cells(TILE_LAUNCHERS[op][0])):
+        params = []   # 0.5.3 on: the solution loads them evict_last already, so "ev" adds nothing
+    steps = [("w", [warps]), ("nm", no_masks), ("i32", [INT32_ROWS]), ("sc", const_stride), ("ev", params),
+             ("ns", list(no_stats))]
+    ladder, edits, name = {"solution": []}, [], ""
+    for step, more in steps:
+        edits, name = edits + more, f"{name}+{step}" if name else step
+        ladder[name] = edits
+    ladder["nm+i32+sc+ev"] = no_masks + [INT32_ROWS] + const_stride + params   # the solution's warps
+    return ladder
+
+
+ROW_WARPS = ("x2.stride(0), y.stride(0), N, eps,\n        BLOCK_N=BLOCK_N, HAS_WEIGHT=weight is not None,\n"
+             "        num_warps=num_warps_for(BLOCK_N, x.element_size()))")
+
+
+def time_ladder(copy):
+    """Where does the last point at N = 512 go? The tile kernels of lessons 04 and 05 edited step by step toward
+    torch.compile's kernel (2 rows and 1 warp per program, no masks, int32 offsets, the row stride a constant,
+    weight and bias loaded evict_last, no statistics stored): w = m/2 warps, nm = N a constexpr and no masks,
+    i32, sc = stride N, ev, ns = no stores, each cumulative, at 2-8 rows per program; then lesson 04's
+    one-row kernel with half or twice its warps at 2K/4K fp32 and 8K fp16. PASSES (default 5) interleaved
+    passes, each kept; LADDER=rms,ln,row picks parts."""
+    passes = int(os.environ.get("PASSES", "5"))
+    parts = os.environ.get("LADDER", "rms,ln,row").split(",")
+    for op in ("rms", "ln"):
+        if op in parts:
+            sweep_tiles(copy, op, load_variants(TILE_LAUNCHERS[op][0], _ladder(op), f"ladder_{op}"), passes)
+    if "row" in parts:
+        def warps(expr):   # lesson 04's one-row launcher with num_warps = expr of its table's value w
+            return [(ROW_WARPS, ROW_WARPS.replace("num_warps=num_warps_for(BLOCK_N, x.element_size()))",
+                                                  "num_warps=" + expr.format(w="num_warps_for(BLOCK_N, x.element_size())") + ")"))]
+
+        spaces = load_variants("04_triton_rmsnorm", {"warps/2": warps("max(1, {w} // 2)"),
+                                                     "warps*2": warps("min(32, 2 * {w})")}, "ladder_row")
+
+        def add_rows(runs, c):
             for name, ns in spaces.items():
-                for m in (2, 4, 8):
-                    runs[f"{name}/m{m}"] = lambda ns=ns, m=m: ns[launcher](*args, c["eps"], rows_per_program=m)[0]
+                runs[name] = lambda ns=ns: ns["rmsnorm"](c["x"], c["w"], c["eps"])[0]
 
-        sweep_with_peers(copy, [(512, torch.bfloat16), (512, torch.float16)], add_runs, ops=(op,), passes=passes)
+        sweep_with_peers(copy, [(2048, torch.float32), (4096, torch.float32), (8192, torch.float16)], add_rows,
+                         ops=("rms",), passes=passes)
+
+
+def solution_cells(lesson):
+    """The code cells' texts of solutions/<lesson>.ipynb."""
+    nb = json.loads((ROOT / "solutions" / f"{lesson}.ipynb").read_text())
+    return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+
+
+def params_evict_last(lesson):
+    """Edits of solutions/<lesson>.ipynb that load every weight and bias evict_last (kept in L2 while x streams
+    through it), one (old cell, new cell) pair per code cell that has such a load without a hint."""
+    edits = []
+    for text in solution_cells(lesson):
+        new = re.sub(r"tl\.load\(([WB]) \+ cols, mask=([^,]+), other=0\.0\)",
+                     r'tl.load(\1 + cols, mask=\2, other=0.0, eviction_policy="evict_last")', text)
+        if new != text:
+            edits.append((text, new))
+    return edits
+
+
+def time_params(copy):
+    """Weight and bias loaded evict_last (stage "ladder" found it worth 0.3-1.0 points at N = 512): the tiles
+    at N = 512 with it alone and with N a constexpr, no row masks (EVEN_M: only where BLOCK_M divides M) and
+    int32 offsets, at the solution's warps; then the lessons' dispatchers with it in every kernel over the
+    bench's N in bf16 and fp32. PASSES (default 5) interleaved passes, each kept; PARAMS=tiles,sweep picks."""
+    passes = int(os.environ.get("PASSES", "5"))
+    parts = os.environ.get("PARAMS", "tiles,sweep").split(",")
+    for op, dispatcher, n_const in (("rms", "rmsnorm", RMS_N_CONST), ("ln", "layernorm", LN_N_CONST)):
+        lesson = TILE_LAUNCHERS[op][0]
+        ev = params_evict_last(lesson)
+        if "tiles" in parts:
+            sweep_tiles(copy, op, load_variants(lesson, {
+                "solution": [], "ev": ev, "ev+nc": ev + [n_const], "ev+nc+nrm": ev + [n_const, NO_ROW_MASK],
+                "ev+i32": ev + [INT32_ROWS], "ev+nc+nrm+i32": ev + [n_const, NO_ROW_MASK, INT32_ROWS]}, f"params_{op}"),
+                passes, ms=(4, 8))
+        if "sweep" in parts:
+            spaces = load_variants(lesson, {"dispatch+ev": ev}, f"params_{op}")
+
+            def add_dispatch(runs, c, ns=spaces["dispatch+ev"], dispatcher=dispatcher):
+                args = (c["x"], c["w"]) if c["rms"] else (c["x"], c["w"], c["b"])
+                runs["dispatch+ev"] = lambda: ns[dispatcher](*args, c["eps"])[0]
+
+            sweep_with_peers(copy, [(n, dt) for dt in (torch.bfloat16, torch.float32) for n in hb.DEFAULT_NS],
+                             add_dispatch, ops=(op,), passes=passes)
+
+
+ROW_W16 = ("    if nbytes <= 16384:\n        return 8\n",
+           "    if nbytes <= 8192:\n        return 8\n    if nbytes <= 16384:\n        return 16\n")   # 16 KB rows: 16 warps
+ROW_W8 = ("    if nbytes <= 8192:\n        return 8\n    return 16",     # from 0.5.3 on: back to the 0.5.2 table
+          "    if nbytes <= 16384:\n        return 8\n    return 16")
+
+
+def time_row_warps(copy):
+    """Lesson 04's one-row kernel where torch.compile stays ahead in the bench (fp32 rows of 8-16 KB, and 8K bf16):
+    16 KB rows with 16 warps instead of 8 (torch.compile's kernels there have 16), the weight loaded evict_last,
+    and both (from 0.5.3 on, the solution has 16 warps there and "w8" is the old table). PASSES (default 7)
+    interleaved passes, each kept."""
+    passes = int(os.environ.get("PASSES", "7"))
+    ev = [e for e in params_evict_last("04_triton_rmsnorm") if "def _rmsnorm_fwd_kernel" in e[0]]
+    if any(ROW_W16[0] in text for text in solution_cells("04_triton_rmsnorm")):   # 0.5.2 (run #24)
+        variants = {"w16": [ROW_W16], "ev": ev, "w16+ev": [ROW_W16] + ev}
+    else:                                                                        # 0.5.3 on: 16 warps already
+        variants = {"w8": [ROW_W8], "ev": ev, "w8+ev": [ROW_W8] + ev}
+    spaces = load_variants("04_triton_rmsnorm", variants, "rowwarps")
+
+    def add_rows(runs, c):
+        for name, ns in spaces.items():
+            runs[name] = lambda ns=ns: ns["rmsnorm"](c["x"], c["w"], c["eps"])[0]
+
+    sweep_with_peers(copy, [(2048, torch.float32), (4096, torch.float32), (8192, torch.float32),
+                            (4096, torch.bfloat16), (8192, torch.bfloat16)], add_rows, ops=("rms",), passes=passes)
+
+
+LOOPED_W2X = ("    return max(4, min(32, block_n * elt_bytes // 1024))",
+              "    return max(4, min(32, block_n * elt_bytes // 512))")   # two warps per KB of chunk
+
+
+def time_ln_warps(copy):
+    """Lesson 05's dispatcher where torch.compile stays ahead (fp32 rows of 8-16 KB; its kernel at N = 2048 in
+    fp32 has 2 rows and 16 warps per program) with the looped kernel given two warps per KB of chunk instead
+    of one, at 2K-8K. PASSES (default 7) interleaved passes, each kept."""
+    passes = int(os.environ.get("PASSES", "7"))
+    spaces = load_variants("05_triton_layernorm", {"warps-per-KB-2": [LOOPED_W2X]}, "lnwarps")
+
+    def add_runs(runs, c):
+        for name, ns in spaces.items():
+            runs[name] = lambda ns=ns: ns["layernorm"](c["x"], c["w"], c["b"], c["eps"])[0]
+
+    sweep_with_peers(copy, [(2048, torch.float32), (4096, torch.float32), (2048, torch.bfloat16),
+                            (4096, torch.bfloat16), (8192, torch.bfloat16)], add_runs, ops=("ln",), passes=passes)
 
 
 def main():
@@ -1012,7 +1174,7 @@ def main():
               "lnvariants": time_ln_variants, "pipe": time_pipelined,
               "prefetch": time_prefetch, "peers": time_peers,
               "rmsvariants": time_rms_variants,
-              "tiles": time_tiles}
+              "tiles": time_tiles, "ladder": time_ladder, "params": time_params, "rowwarps": time_row_warps, "lnwarps": time_ln_warps}
     stage = sys.argv[1] if len(sys.argv) > 1 else "all"
     if stage != "all" and stage not in stages:
         raise SystemExit(f"unknown stage {stage!r}: one of {', '.join(stages)} or all")
