@@ -34,12 +34,13 @@ Stages:
 - "params": weight and bias loaded evict_last, in the N = 512 tiles and in every kernel of the dispatchers.
 - "rowwarps": lesson 04's one-row kernel with 16 warps for 16 KB rows and/or its weight loaded evict_last.
 - "lnwarps": lesson 05's looped kernel with two warps per KB of chunk, at 2K-8K.
+- "lnrows": lesson 05's tile kernel at 1-4 rows per program for 8-16 KB fp32 rows, with 8 or 16 warps.
 Inputs, byte counts, numerical checks, timer and copy roofline are the course benchmark's (helpers.bench*);
 every timed point is the faster of two interleaved passes. Results: explore_cluster_H100.jsonl, in the
 order run. Its first run's num_ctas = 1 rows read "wrong" because that version of the script passed eps
 and N in swapped places; the last "cluster" run (after the "ln64" rerun) has them measured, and the
 num_ctas > 1 compile failures do not depend on it.
-    python benchmarks/explore/explore_cluster.py [cluster|split|ln64|lnchunk|small|hints|lnstats|lnguard|lnvariants|pipe|prefetch|peers|rmsvariants|tiles|ladder|params|rowwarps|lnwarps|all]
+    python benchmarks/explore/explore_cluster.py [cluster|split|ln64|lnchunk|small|hints|lnstats|lnguard|lnvariants|pipe|prefetch|peers|rmsvariants|tiles|ladder|params|rowwarps|lnwarps|lnrows|all]
 """
 import json
 import os
@@ -184,12 +185,18 @@ def best_of_two(op, runs, x, w, b, copy, reset=None, passes=2):
 
 def time_peers(copy):
     """The lessons' dispatchers against torch.compile where the recorded bench has them within about 2
-    points, in PASSES (default 7) interleaved passes: how far apart are they, pass by pass?"""
+    points, in PASSES (default 7) interleaved passes: how far apart are they, pass by pass? PEER_POINTS
+    (op:N:dtype,...) replaces the points."""
     passes = int(os.environ.get("PASSES", "7"))
     points = {"ln": [(512, torch.bfloat16), (512, torch.float16), (2048, torch.float32), (4096, torch.float32),
                      (16384, torch.float32)],
               "rms": [(512, torch.bfloat16), (8192, torch.bfloat16), (16384, torch.bfloat16), (32768, torch.bfloat16),
                       (4096, torch.float32), (8192, torch.float32)]}
+    if os.environ.get("PEER_POINTS"):   # e.g. "ln:16384:float16,rms:512:bfloat16"
+        points = {}
+        for item in os.environ["PEER_POINTS"].split(","):
+            op, n, dtype = item.split(":")
+            points.setdefault(op, []).append((int(n), getattr(torch, dtype)))
     for op, cases in points.items():
         sweep_with_peers(copy, cases, lambda runs, c: None, ops=(op,), passes=passes)
 
@@ -992,9 +999,9 @@ TILE_VARIANTS = {   # op -> name -> text edits of lesson 04's / 05's solution (t
 TILE_LAUNCHERS = {"rms": ("04_triton_rmsnorm", "rmsnorm_fwd_rows"), "ln": ("05_triton_layernorm", "layernorm_fwd")}
 
 
-def sweep_tiles(copy, op, spaces, passes, ms=(2, 4, 8)):
-    """Each variant's tile launcher (TILE_LAUNCHERS) at ms rows per program, at N = 512 in bf16 and fp16, next to
-    torch.compile and the lesson's dispatcher (stages "tiles", "ladder", "params")."""
+def sweep_tiles(copy, op, spaces, passes, ms=(2, 4, 8), cases=((512, torch.bfloat16), (512, torch.float16))):
+    """Each variant's tile launcher (TILE_LAUNCHERS) at ms rows per program, at the (N, dtype) cases, next to
+    torch.compile and the lesson's dispatcher (stages "tiles", "ladder", "params", "lnrows")."""
     launcher = TILE_LAUNCHERS[op][1]
 
     def add_runs(runs, c):
@@ -1003,7 +1010,7 @@ def sweep_tiles(copy, op, spaces, passes, ms=(2, 4, 8)):
             for m in ms:
                 runs[f"{name}/m{m}"] = lambda ns=ns, m=m: ns[launcher](*args, c["eps"], rows_per_program=m)[0]
 
-    sweep_with_peers(copy, [(512, torch.bfloat16), (512, torch.float16)], add_runs, ops=(op,), passes=passes)
+    sweep_with_peers(copy, list(cases), add_runs, ops=(op,), passes=passes)
 
 
 def time_tiles(copy):
@@ -1167,6 +1174,18 @@ def time_ln_warps(copy):
                             (4096, torch.bfloat16), (8192, torch.bfloat16)], add_runs, ops=("ln",), passes=passes)
 
 
+LN_TILE_W16 = ("    if nbytes <= 16384:\n        return 8\n", "    if nbytes <= 4096:\n        return 8\n")   # 8-16 KB: 16
+
+
+def time_ln_rows(copy):
+    """LayerNorm at N = 2048-4096 in fp32 (8-16 KB rows), where torch.compile (2 rows, 16 warps per program)
+    stays ahead of the dispatcher's looped kernel: exercise 1's tile at 1-4 rows per program, with its warp table
+    and with 16 warps for 8-16 KB tiles. PASSES (default 7) interleaved passes, each kept."""
+    passes = int(os.environ.get("PASSES", "7"))
+    spaces = load_variants("05_triton_layernorm", {"tile": [], "tile-w16": [LN_TILE_W16]}, "lnrows")
+    sweep_tiles(copy, "ln", spaces, passes, ms=(1, 2, 4), cases=((2048, torch.float32), (4096, torch.float32)))
+
+
 def main():
     stages = {"cluster": time_cluster, "split": time_split, "ln64": time_ln_one_chunk,
               "lnchunk": time_ln_chunks, "small": time_small, "hints": time_hints,
@@ -1174,7 +1193,7 @@ def main():
               "lnvariants": time_ln_variants, "pipe": time_pipelined,
               "prefetch": time_prefetch, "peers": time_peers,
               "rmsvariants": time_rms_variants,
-              "tiles": time_tiles, "ladder": time_ladder, "params": time_params, "rowwarps": time_row_warps, "lnwarps": time_ln_warps}
+              "tiles": time_tiles, "ladder": time_ladder, "params": time_params, "rowwarps": time_row_warps, "lnwarps": time_ln_warps, "lnrows": time_ln_rows}
     stage = sys.argv[1] if len(sys.argv) > 1 else "all"
     if stage != "all" and stage not in stages:
         raise SystemExit(f"unknown stage {stage!r}: one of {', '.join(stages)} or all")
