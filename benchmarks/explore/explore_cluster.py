@@ -997,6 +997,12 @@ TILE_VARIANTS = {   # op -> name -> text edits of lesson 04's / 05's solution (t
 
 
 TILE_LAUNCHERS = {"rms": ("04_triton_rmsnorm", "rmsnorm_fwd_rows"), "ln": ("05_triton_layernorm", "layernorm_fwd")}
+DISPATCHERS = {"rms": "rmsnorm", "ln": "layernorm"}
+
+
+def op_args(c):
+    """The tensors a sweep_with_peers context's op takes before eps: (x, w) or (x, w, b)."""
+    return (c["x"], c["w"]) if c["rms"] else (c["x"], c["w"], c["b"])
 
 
 def sweep_tiles(copy, op, spaces, passes, ms=(2, 4, 8), cases=((512, torch.bfloat16), (512, torch.float16))):
@@ -1005,10 +1011,19 @@ def sweep_tiles(copy, op, spaces, passes, ms=(2, 4, 8), cases=((512, torch.bfloa
     launcher = TILE_LAUNCHERS[op][1]
 
     def add_runs(runs, c):
-        args = (c["x"], c["w"]) if c["rms"] else (c["x"], c["w"], c["b"])
         for name, ns in spaces.items():
             for m in ms:
-                runs[f"{name}/m{m}"] = lambda ns=ns, m=m: ns[launcher](*args, c["eps"], rows_per_program=m)[0]
+                runs[f"{name}/m{m}"] = lambda ns=ns, m=m: ns[launcher](*op_args(c), c["eps"], rows_per_program=m)[0]
+
+    sweep_with_peers(copy, list(cases), add_runs, ops=(op,), passes=passes)
+
+
+def sweep_dispatchers(copy, op, spaces, cases, passes):
+    """Each variant's dispatcher (DISPATCHERS) at the (N, dtype) cases, next to torch.compile and the solution's
+    (stages "ladder", "params", "rowwarps", "lnwarps")."""
+    def add_runs(runs, c):
+        for name, ns in spaces.items():
+            runs[name] = lambda ns=ns: ns[DISPATCHERS[op]](*op_args(c), c["eps"])[0]
 
     sweep_with_peers(copy, list(cases), add_runs, ops=(op,), passes=passes)
 
@@ -1075,13 +1090,8 @@ def time_ladder(copy):
 
         spaces = load_variants("04_triton_rmsnorm", {"warps/2": warps("max(1, {w} // 2)"),
                                                      "warps*2": warps("min(32, 2 * {w})")}, "ladder_row")
-
-        def add_rows(runs, c):
-            for name, ns in spaces.items():
-                runs[name] = lambda ns=ns: ns["rmsnorm"](c["x"], c["w"], c["eps"])[0]
-
-        sweep_with_peers(copy, [(2048, torch.float32), (4096, torch.float32), (8192, torch.float16)], add_rows,
-                         ops=("rms",), passes=passes)
+        sweep_dispatchers(copy, "rms", spaces, [(2048, torch.float32), (4096, torch.float32), (8192, torch.float16)],
+                          passes)
 
 
 def solution_cells(lesson):
@@ -1106,10 +1116,11 @@ def time_params(copy):
     """Weight and bias loaded evict_last (stage "ladder" found it worth 0.3-1.0 points at N = 512): the tiles
     at N = 512 with it alone and with N a constexpr, no row masks (EVEN_M: only where BLOCK_M divides M) and
     int32 offsets, at the solution's warps; then the lessons' dispatchers with it in every kernel over the
-    bench's N in bf16 and fp32. PASSES (default 5) interleaved passes, each kept; PARAMS=tiles,sweep picks."""
+    bench's N in bf16 and fp32 (from 0.5.3 on the tiles already load them so: "ev" there equals "solution").
+    PASSES (default 5) interleaved passes, each kept; PARAMS=tiles,sweep picks."""
     passes = int(os.environ.get("PASSES", "5"))
     parts = os.environ.get("PARAMS", "tiles,sweep").split(",")
-    for op, dispatcher, n_const in (("rms", "rmsnorm", RMS_N_CONST), ("ln", "layernorm", LN_N_CONST)):
+    for op, n_const in (("rms", RMS_N_CONST), ("ln", LN_N_CONST)):
         lesson = TILE_LAUNCHERS[op][0]
         ev = params_evict_last(lesson)
         if "tiles" in parts:
@@ -1118,14 +1129,8 @@ def time_params(copy):
                 "ev+i32": ev + [INT32_ROWS], "ev+nc+nrm+i32": ev + [n_const, NO_ROW_MASK, INT32_ROWS]}, f"params_{op}"),
                 passes, ms=(4, 8))
         if "sweep" in parts:
-            spaces = load_variants(lesson, {"dispatch+ev": ev}, f"params_{op}")
-
-            def add_dispatch(runs, c, ns=spaces["dispatch+ev"], dispatcher=dispatcher):
-                args = (c["x"], c["w"]) if c["rms"] else (c["x"], c["w"], c["b"])
-                runs["dispatch+ev"] = lambda: ns[dispatcher](*args, c["eps"])[0]
-
-            sweep_with_peers(copy, [(n, dt) for dt in (torch.bfloat16, torch.float32) for n in hb.DEFAULT_NS],
-                             add_dispatch, ops=(op,), passes=passes)
+            sweep_dispatchers(copy, op, load_variants(lesson, {"dispatch+ev": ev}, f"params_{op}"),
+                              [(n, dt) for dt in (torch.bfloat16, torch.float32) for n in hb.DEFAULT_NS], passes)
 
 
 ROW_W16 = ("    if nbytes <= 16384:\n        return 8\n",
@@ -1145,14 +1150,9 @@ def time_row_warps(copy):
         variants = {"w16": [ROW_W16], "ev": ev, "w16+ev": [ROW_W16] + ev}
     else:                                                                        # 0.5.3 on: 16 warps already
         variants = {"w8": [ROW_W8], "ev": ev, "w8+ev": [ROW_W8] + ev}
-    spaces = load_variants("04_triton_rmsnorm", variants, "rowwarps")
-
-    def add_rows(runs, c):
-        for name, ns in spaces.items():
-            runs[name] = lambda ns=ns: ns["rmsnorm"](c["x"], c["w"], c["eps"])[0]
-
-    sweep_with_peers(copy, [(2048, torch.float32), (4096, torch.float32), (8192, torch.float32),
-                            (4096, torch.bfloat16), (8192, torch.bfloat16)], add_rows, ops=("rms",), passes=passes)
+    sweep_dispatchers(copy, "rms", load_variants("04_triton_rmsnorm", variants, "rowwarps"),
+                      [(2048, torch.float32), (4096, torch.float32), (8192, torch.float32),
+                       (4096, torch.bfloat16), (8192, torch.bfloat16)], passes)
 
 
 LOOPED_W2X = ("    return max(4, min(32, block_n * elt_bytes // 1024))",
@@ -1164,14 +1164,9 @@ def time_ln_warps(copy):
     fp32 has 2 rows and 16 warps per program) with the looped kernel given two warps per KB of chunk instead
     of one, at 2K-8K. PASSES (default 7) interleaved passes, each kept."""
     passes = int(os.environ.get("PASSES", "7"))
-    spaces = load_variants("05_triton_layernorm", {"warps-per-KB-2": [LOOPED_W2X]}, "lnwarps")
-
-    def add_runs(runs, c):
-        for name, ns in spaces.items():
-            runs[name] = lambda ns=ns: ns["layernorm"](c["x"], c["w"], c["b"], c["eps"])[0]
-
-    sweep_with_peers(copy, [(2048, torch.float32), (4096, torch.float32), (2048, torch.bfloat16),
-                            (4096, torch.bfloat16), (8192, torch.bfloat16)], add_runs, ops=("ln",), passes=passes)
+    sweep_dispatchers(copy, "ln", load_variants("05_triton_layernorm", {"warps-per-KB-2": [LOOPED_W2X]}, "lnwarps"),
+                      [(2048, torch.float32), (4096, torch.float32), (2048, torch.bfloat16),
+                       (4096, torch.bfloat16), (8192, torch.bfloat16)], passes)
 
 
 LN_TILE_W16 = ("    if nbytes <= 16384:\n        return 8\n", "    if nbytes <= 4096:\n        return 8\n")   # 8-16 KB: 16
@@ -1193,7 +1188,8 @@ def main():
               "lnvariants": time_ln_variants, "pipe": time_pipelined,
               "prefetch": time_prefetch, "peers": time_peers,
               "rmsvariants": time_rms_variants,
-              "tiles": time_tiles, "ladder": time_ladder, "params": time_params, "rowwarps": time_row_warps, "lnwarps": time_ln_warps, "lnrows": time_ln_rows}
+              "tiles": time_tiles, "ladder": time_ladder, "params": time_params,
+              "rowwarps": time_row_warps, "lnwarps": time_ln_warps, "lnrows": time_ln_rows}
     stage = sys.argv[1] if len(sys.argv) > 1 else "all"
     if stage != "all" and stage not in stages:
         raise SystemExit(f"unknown stage {stage!r}: one of {', '.join(stages)} or all")
