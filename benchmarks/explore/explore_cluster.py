@@ -46,6 +46,7 @@ and N in swapped places; the last "cluster" run (after the "ln64" rerun) has the
 num_ctas > 1 compile failures do not depend on it.
     python benchmarks/explore/explore_cluster.py [cluster|split|ln64|lnchunk|small|hints|lnstats|lnguard|lnvariants|pipe|prefetch|peers|rmsvariants|tiles|ladder|params|rowwarps|lnwarps|lnrows|lnpersist|all]
 """
+import inspect
 import json
 import os
 import re
@@ -705,13 +706,8 @@ X_CG = [(f"        x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_poli
 WB_CA = [(f"            y = y {op} tl.load({t} + cols, mask=mask, other=0.0).to(tl.float32)\n",
           f"            y = y {op} tl.load({t} + cols, mask=mask, other=0.0, cache_modifier=\".ca\").to(tl.float32)\n")
          for op, t in (("*", "W"), ("+", "B"))]    # weight and bias cached in L1 and L2
-CHAN = ("@triton.jit\ndef _layernorm_fwd_looped_kernel(",
-        "@triton.jit\ndef _chan_merge(n_a, mean_a, m2_a, n_b, mean_b, m2_b):\n"
-        "    n = n_a + n_b\n"
-        "    w_b = tl.where(n > 0, n_b / tl.maximum(n, 1.0), 0.0)\n"
-        "    d = mean_b - mean_a\n"
-        "    return n, mean_a + d * w_b, m2_a + m2_b + d * d * n_a * w_b\n\n\n"
-        "@triton.jit\ndef _layernorm_fwd_looped_kernel(")
+CHAN = ("@triton.jit\ndef _layernorm_fwd_looped_kernel(",   # this file's _chan_combine, put before the kernel
+        inspect.getsource(_chan_combine.fn) + "\n\n@triton.jit\ndef _layernorm_fwd_looped_kernel(")
 GROUP_ARG = [("BLOCK_N: tl.constexpr, HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr):\n    # Idea: pass 1 folds",
               "BLOCK_N: tl.constexpr, HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr, G: tl.constexpr):\n"
               "    # Idea: pass 1 folds")]
@@ -727,7 +723,7 @@ GROUPS = """        xg = tl.reshape(x, [BLOCK_N // G, G])
         n_g = tl.minimum(tl.maximum(N - off - tl.arange(0, BLOCK_N // G) * G, 0), G).to(tl.float32)
         mean_g = tl.sum(xg, axis=1) / tl.maximum(n_g, 1.0)
         d = tl.where(tl.reshape(mask, [BLOCK_N // G, G]), xg - mean_g[:, None], 0.0)
-        _n, mean_c, m2_c = tl.reduce((n_g, mean_g, tl.sum(d * d, axis=1)), 0, _chan_merge)
+        _n, mean_c, m2_c = tl.reduce((n_g, mean_g, tl.sum(d * d, axis=1)), 0, _chan_combine)
 """
 SHIFT_LOOP = """for off in range(0, N, BLOCK_N):
     cols = off + tl.arange(0, BLOCK_N)
