@@ -4,7 +4,8 @@ LESSON = "05_triton_layernorm"
 TILE_STORE_MEAN = "    tl.store(MEAN + rows, mean, mask=row_mask)\n"
 FIXED_STORE = "tl.store(y_row + cols, y.to(Y.dtype.element_ty), mask=cols < N)"
 LOOPED_STORE = "tl.store(y_row + cols, y.to(Y.dtype.element_ty), mask=mask)"
-DISPATCH = "    if row_bytes < 2048:\n        return layernorm_fwd(x, weight, bias, eps)\n"
+DISPATCH = ("    if row_bytes < 2048 or (x.element_size() == 4 and row_bytes <= 8192):\n"
+            "        return layernorm_fwd(x, weight, bias, eps)\n")
 
 MUTANTS = [
     # --- layernorm_fwd: a tile of rows in registers
@@ -68,6 +69,12 @@ MUTANTS = [
     ("layernorm", "drops eps on the looped path",
      [("layernorm_fwd_looped(x, weight, bias, eps, block_n=", "layernorm_fwd_looped(x, weight, bias, block_n=")],
      ""),
+    ("layernorm", "the same crossover (2 KB) for fp32 rows",
+     [(DISPATCH, "    if row_bytes < 2048:\n        return layernorm_fwd(x, weight, bias, eps)\n")],
+     "should launch _layernorm_fwd_kernel"),
+    ("layernorm", "every row up to 8 KB to the tile kernel, 16-bit too",
+     [(DISPATCH, "    if row_bytes <= 8192:\n        return layernorm_fwd(x, weight, bias, eps)\n")],
+     "should launch _layernorm_fwd_looped_kernel"),
     ("layernorm", "crossover by N instead of bytes per row",
      [(DISPATCH, "    if N <= 512:\n        return layernorm_fwd(x, weight, bias, eps)\n")],
      "should launch"),

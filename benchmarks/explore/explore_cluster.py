@@ -39,12 +39,16 @@ Stages:
 - "lnpersist": a persistent LayerNorm grid (SMs x 1 or 2 programs) that holds one row in registers and has
   the next row's load in flight while it reduces, at 4K-32K (run #29: it spills at 32K, 53-77 %, and its best
   configuration stays about 4 points below the dispatcher at 4K-16K).
+- "lnshort": lesson 05's tile kernel with N a tl.constexpr and x re-loaded (stage "lnrows"'s best at 2K fp32),
+  with the warp table's num_warps or twice that, at every short-row point (512-1K, all dtypes; 2K fp32).
+- "lntile": the 0.5.5 tile against the 0.5.4 one at the same rows and warps, where 0.5.5's first bench had
+  the tile far below the looped kernel.
 Inputs, byte counts, numerical checks, timer and copy roofline are the course benchmark's (helpers.bench*);
 every timed point is the faster of two interleaved passes. Results: explore_cluster_H100.jsonl, in the
 order run. Its first run's num_ctas = 1 rows read "wrong" because that version of the script passed eps
 and N in swapped places; the last "cluster" run (after the "ln64" rerun) has them measured, and the
 num_ctas > 1 compile failures do not depend on it.
-    python benchmarks/explore/explore_cluster.py [cluster|split|ln64|lnchunk|small|hints|lnstats|lnguard|lnvariants|pipe|prefetch|peers|rmsvariants|tiles|ladder|params|rowwarps|lnwarps|lnrows|lnpersist|all]
+    python benchmarks/explore/explore_cluster.py [cluster|split|ln64|lnchunk|small|hints|lnstats|lnguard|lnvariants|pipe|prefetch|peers|rmsvariants|tiles|ladder|params|rowwarps|lnwarps|lnrows|lnpersist|lnshort|lntile|all]
 """
 import inspect
 import json
@@ -713,10 +717,10 @@ GROUP_ARG = [("BLOCK_N: tl.constexpr, HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.con
               "    # Idea: pass 1 folds")]
 
 
-GROUP_LAUNCH = [("        BLOCK_N=BLOCK_N, HAS_WEIGHT=weight is not None, HAS_BIAS=bias is not None,\n"
-                 "        num_warps=looped_warps_for(",
-                 "        BLOCK_N=BLOCK_N, HAS_WEIGHT=weight is not None, HAS_BIAS=bias is not None,\n"
-                 "        G=min(BLOCK_N, 16 // x.element_size()), num_warps=looped_warps_for(")]   # one 16-byte vector
+GROUP_LAUNCH = [("eps, N=N,\n        BLOCK_N=BLOCK_N, HAS_WEIGHT=weight is not None, HAS_BIAS=bias is not None,\n"
+                 "        num_warps=num_warps_for(",
+                 "eps, N=N,\n        BLOCK_N=BLOCK_N, HAS_WEIGHT=weight is not None, HAS_BIAS=bias is not None,\n"
+                 "        G=min(BLOCK_N, 16 // x.element_size()), num_warps=num_warps_for(")]   # one 16-byte vector
 
 
 GROUPS = """        xg = tl.reshape(x, [BLOCK_N // G, G])
@@ -808,7 +812,8 @@ def time_ln_variants(copy):
     rows missed; "/guard" adds the re-shift when M2 < s2/16). Sums around the mean of the row's first 32
     or 256 values (warp-local at 32, but the load of x waits for it), with the mean from k + s1/N or
     from a separate sum of x, missed the |x|~300 mean tolerance or the mean-1e4 rstd tolerance on the CPU and
-    were dropped."""
+    were dropped. Run #32, with 0.5.4's two chunks for 16-bit rows over 32 KB: "triple" 92.2 / 93.3 % against
+    "two-pass" 92.3 / 92.9 at N = 32768 in bf16 / fp16, and 85.3 against 87.7 at N = 65536 in bf16."""
     chosen = os.environ.get("LN_VARIANTS", ",".join(LOOPED_VARIANTS)).split(",")   # a comma-separated subset
     namespaces = load_variants("05_triton_layernorm", LOOPED_VARIANTS, "looped", chosen)
     impls = {name: ns["layernorm"] for name, ns in namespaces.items()}
@@ -1058,6 +1063,21 @@ RMS_N_CONST = ("def _rmsnorm_fwd_rows_kernel(X, Y, W, RSTD, M, N, stride_x",
                "def _rmsnorm_fwd_rows_kernel(X, Y, W, RSTD, M, N: tl.constexpr, stride_x")
 LN_N_CONST = ("def _layernorm_fwd_kernel(X, Y, W, B, MEAN, RSTD, M, N, stride_x",
               "def _layernorm_fwd_kernel(X, Y, W, B, MEAN, RSTD, M, N: tl.constexpr, stride_x")
+# Lesson 05's tile kernel and warp rule as 0.5.4 had them (one read of x, N a runtime value, a warp table), as
+# text edits of the current solution (0.5.5 on: x read twice, N a tl.constexpr, one warp per KB). The stages
+# that edit the tile ("tiles", "ladder", "lnrows", "lnshort") start from it, as their runs did.
+LN_054 = [("def _layernorm_fwd_kernel(X, Y, W, B, MEAN, RSTD, M, N: tl.constexpr, stride_x",
+           "def _layernorm_fwd_kernel(X, Y, W, B, MEAN, RSTD, M, N, stride_x"),
+          ("    x_ptrs = X + rows[:, None] * stride_x + cols[None, :]\n"
+           "    x = tl.load(x_ptrs, mask=mask, other=0.0, eviction_policy=\"evict_last\").to(tl.float32)\n",
+           "    x = tl.load(X + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0).to(tl.float32)\n"),
+          ("    # the second read hits the cache (evict_last kept the tile there; evict_first now lets it go)\n"
+           "    x = tl.load(x_ptrs, mask=mask, other=0.0, eviction_policy=\"evict_first\").to(tl.float32)\n"
+           "    y = (x - mean[:, None]) * rstd[:, None]\n",
+           "    y = xc * rstd[:, None]\n"),
+          ("    return max(4, min(32, block * elt_bytes // 1024))",
+           "    nbytes = block * elt_bytes\n    if nbytes <= 4096:\n        return 4\n    if nbytes <= 16384:\n"
+           "        return 8\n    return 16 if nbytes <= 32768 else 32")]
 NO_ROW_MASK = ("    row_mask = rows < M\n", "    row_mask = tl.full([BLOCK_M], 1, tl.int1)   # only when BLOCK_M divides M\n")
 TILE_VARIANTS = {   # op -> name -> text edits of lesson 04's / 05's solution (their tile kernels)
     "rms": {"solution": [],
@@ -1065,11 +1085,11 @@ TILE_VARIANTS = {   # op -> name -> text edits of lesson 04's / 05's solution (t
             "int32": [INT32_ROWS],
             "no-masks": [RMS_N_CONST, NO_ROW_MASK],
             "no-masks/no-rstd": [RMS_N_CONST, NO_ROW_MASK, ("    tl.store(RSTD + rows, rstd, mask=row_mask)\n", "")]},
-    "ln": {"solution": [],
-           "N-constexpr": [LN_N_CONST],
-           "int32": [INT32_ROWS],
-           "no-masks": [LN_N_CONST, NO_ROW_MASK],
-           "no-masks/no-stats": [LN_N_CONST, NO_ROW_MASK, ("    tl.store(MEAN + rows, mean, mask=row_mask)\n"
+    "ln": {"solution": LN_054,
+           "N-constexpr": LN_054 + [LN_N_CONST],
+           "int32": LN_054 + [INT32_ROWS],
+           "no-masks": LN_054 + [LN_N_CONST, NO_ROW_MASK],
+           "no-masks/no-stats": LN_054 + [LN_N_CONST, NO_ROW_MASK, ("    tl.store(MEAN + rows, mean, mask=row_mask)\n"
                                                            "    tl.store(RSTD + rows, rstd, mask=row_mask)\n", "")]},
 }
 
@@ -1137,11 +1157,12 @@ def _ladder(op):
         params = []   # 0.5.3 on: the solution loads them evict_last already, so "ev" adds nothing
     steps = [("w", [warps]), ("nm", no_masks), ("i32", [INT32_ROWS]), ("sc", const_stride), ("ev", params),
              ("ns", list(no_stats))]
-    ladder, edits, name = {"solution": []}, [], ""
+    base = LN_054 if op == "ln" else []   # lesson 05: its 0.5.4 tile, as run #22 had it
+    ladder, edits, name = {"solution": base}, base, ""
     for step, more in steps:
         edits, name = edits + more, f"{name}+{step}" if name else step
         ladder[name] = edits
-    ladder["nm+i32+sc+ev"] = no_masks + [INT32_ROWS] + const_stride + params   # the solution's warps
+    ladder["nm+i32+sc+ev"] = base + no_masks + [INT32_ROWS] + const_stride + params   # the solution's warps
     return ladder
 
 
@@ -1257,17 +1278,82 @@ def time_ln_rows(copy):
     """LayerNorm at N = 2048-4096 in fp32 (8-16 KB rows), where torch.compile (2 rows, 16 warps per program)
     stays ahead of the dispatcher's looped kernel: exercise 1's tile at 1-4 rows per program, with its warp table
     and with 16 warps for 8-16 KB tiles (run #28), or with N a tl.constexpr and x loaded again for y ("nc/reload",
-    run #31: at 2K fp32, 2 rows and 16 warps reached 100.1, median 99.9, against torch.compile 100.0 / 99.8 and
+    run #31; all four start from the 0.5.4 tile, LN_054: at 2K fp32, 2 rows and 16 warps reached 100.1, median 99.9, against torch.compile 100.0 / 99.8 and
     the dispatcher 99.1 / 99.0; at 4K fp32 nothing beat the dispatcher). LN_ROWS_VARIANTS picks the variants.
     PASSES (default 7) interleaved passes, each kept."""
     passes = int(os.environ.get("PASSES", "7"))
-    variants = {"tile": [], "tile-w16": [LN_TILE_W16],
+    variants = {"tile": LN_054, "tile-w16": LN_054 + [LN_TILE_W16],
                 # N a tl.constexpr, and x loaded again (evict_last, then evict_first) for y, as the looped kernel
-                "nc/reload": [LN_N_CONST] + LN_TILE_RELOAD, "nc/reload/w16": [LN_N_CONST, LN_TILE_W16] + LN_TILE_RELOAD}
+                "nc/reload": LN_054 + [LN_N_CONST] + LN_TILE_RELOAD,
+                "nc/reload/w16": LN_054 + [LN_N_CONST, LN_TILE_W16] + LN_TILE_RELOAD}
     chosen = os.environ.get("LN_ROWS_VARIANTS", "tile,tile-w16").split(",")   # run #28: the first two
     spaces = load_variants("05_triton_layernorm", variants, "lnrows", chosen)
     sweep_tiles(copy, "ln", spaces, passes, ms=(1, 2, 4), cases=((2048, torch.float32), (4096, torch.float32)))
 
+
+
+LN_TILE_WARPS_X2 = ("num_warps=num_warps_for(BLOCK_M * BLOCK_N, x.element_size()))",
+                    "num_warps=min(32, 2 * num_warps_for(BLOCK_M * BLOCK_N, x.element_size())))")
+
+
+def time_ln_short(copy):
+    """Exercise 1's tile kernel, changed as stage "lnrows" found best at 2K fp32 (N a tl.constexpr, x loaded
+    again for y), at every point the tile serves or might serve: N = 512 and 1024 in all dtypes at 2-8 rows per
+    program, and N = 2048 in fp32 at 1-4, each with the warp table's num_warps and with twice that ("/x2").
+    "reload" is the re-load without the constexpr N; every variant but "solution" starts from the 0.5.4 tile
+    (LN_054). Run #32 (0.5.4 kernels): nc/reload at 4 rows reached 96.7 / 96.1 at N = 512 in bf16 / fp16 (the
+    0.5.4 tile 95.4 / 94.5 at 4 rows, torch.compile 96.4 / 96.1), at N = 1024 in fp32 with 2 rows 99.6 (the
+    dispatcher's looped kernel 99.0, torch.compile 99.1), at N = 2048 in fp32 with 2 rows and 16 warps ("x2" of
+    the 0.5.4 table) 100.1 (looped 98.9, torch.compile 99.7); twice the table's warps lost 3-27 points on 2-8 KB
+    tiles. 0.5.5 adopted it ("solution"). LN_SHORT_VARIANTS picks the variants; PASSES (default 5) interleaved
+    passes, each kept."""
+    passes = int(os.environ.get("PASSES", "5"))
+    variants = {"tile": LN_054, "tile/x2": LN_054 + [LN_TILE_WARPS_X2], "reload": LN_054 + LN_TILE_RELOAD,
+                "reload/x2": LN_054 + LN_TILE_RELOAD + [LN_TILE_WARPS_X2],
+                "nc/reload": LN_054 + [LN_N_CONST] + LN_TILE_RELOAD,
+                "nc/reload/x2": LN_054 + [LN_N_CONST, LN_TILE_WARPS_X2] + LN_TILE_RELOAD,
+                "solution": []}   # 0.5.5: nc/reload with one warp per KB
+    chosen = os.environ.get("LN_SHORT_VARIANTS", ",".join(variants)).split(",")
+    spaces = load_variants("05_triton_layernorm", variants, "lnshort", chosen)
+    short = [(n, d) for n in (512, 1024) for d in (torch.bfloat16, torch.float16, torch.float32)]
+    sweep_tiles(copy, "ln", spaces, passes, ms=(2, 4, 8), cases=short)
+    sweep_tiles(copy, "ln", spaces, passes, ms=(1, 2, 4), cases=((2048, torch.float32),))
+
+
+LN_TILE_MAX16 = ("num_warps=num_warps_for(BLOCK_M * BLOCK_N, x.element_size()))",
+                 "num_warps=min(16, num_warps_for(BLOCK_M * BLOCK_N, x.element_size())))")
+
+
+def time_ln_tile(copy):
+    """The 0.5.5 tile (exercise 1 as the solution has it, its own rows and warps) against the 0.5.4 tile (LN_054)
+    at the same rows and its own warp table, the 0.5.5 tile with at most 16 warps ("tile/max16"), and against the dispatcher and torch.compile, where 0.5.5's first bench found
+    the tile far below the looped kernel (N = 1024 fp16, 16384 bf16) and at their twins; LN_TILE_POINTS
+    (N:dtype,...) replaces the points. Registers and spills of every compiled tile. PASSES (default 5)."""
+    from autograder.notebook import load
+    ns5, e5 = load(ROOT / "solutions" / "05_triton_layernorm.ipynb")
+    assert not e5, e5
+    spaces = load_variants("05_triton_layernorm", {"tile-0.5.4": LN_054, "tile/max16": [LN_TILE_MAX16]}, "lntile")
+    old, max16 = spaces["tile-0.5.4"], spaces["tile/max16"]
+    torch._dynamo.config.cache_size_limit = 64
+    points = [(1024, torch.float16), (1024, torch.bfloat16), (16384, torch.bfloat16), (16384, torch.float16),
+              (512, torch.float16), (2048, torch.float32)]
+    if os.environ.get("LN_TILE_POINTS"):
+        points = [(int(n), getattr(torch, d)) for n, d in (p.split(":") for p in os.environ["LN_TILE_POINTS"].split(","))]
+    for N, dtype in points:
+        x, w, b, y, mean, rstd, runs = ln_point(N, dtype, ns5)
+        m = ns5["rows_per_program_for"](N, x.element_size())
+        runs["tile"] = lambda: ns5["layernorm_fwd"](x, w, b, bench_ln.EPS)[0]
+        runs["tile-0.5.4/same-m"] = lambda: old["layernorm_fwd"](x, w, b, bench_ln.EPS, rows_per_program=m)[0]
+        runs["tile/max16"] = lambda: max16["layernorm_fwd"](x, w, b, bench_ln.EPS)[0]
+        runs["looped/one-chunk"] = lambda: ns5["layernorm_fwd_looped"](x, w, b, bench_ln.EPS,
+                                                                      block_n=triton.next_power_of_2(N))[0]
+        best_of_two("ln", runs, x, w, b, copy, reset=y.zero_, passes=int(os.environ.get("PASSES", "5")))
+        del x, w, b, y
+        torch.cuda.empty_cache()
+    for name, ns in (("tile", ns5), ("tile-0.5.4", old), ("tile/max16", max16)):
+        for caches in ns["_layernorm_fwd_kernel"].device_caches.values():
+            for key, k in caches[0].items():
+                emit(kernel=name, key=str(key)[:300], warps=k.metadata.num_warps, regs=k.n_regs, spills=k.n_spills)
 
 @triton.jit
 def _ln_prefetch_row_kernel(X, Y, W, B, MEAN, RSTD, M, stride_x, stride_y, eps, N: tl.constexpr,
@@ -1355,7 +1441,8 @@ def main():
               "rmsvariants": time_rms_variants,
               "tiles": time_tiles, "ladder": time_ladder, "params": time_params,
               "rowwarps": time_row_warps, "lnwarps": time_ln_warps, "lnrows": time_ln_rows,
-              "lnpersist": time_ln_persist}
+              "lnpersist": time_ln_persist, "lnshort": time_ln_short,
+              "lntile": time_ln_tile}
     stage = sys.argv[1] if len(sys.argv) > 1 else "all"
     if stage != "all" and stage not in stages:
         raise SystemExit(f"unknown stage {stage!r}: one of {', '.join(stages)} or all")
