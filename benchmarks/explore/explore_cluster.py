@@ -81,6 +81,12 @@ def emit(**row):
     print(json.dumps(row), flush=True)
 
 
+def compiled(jit_fn):
+    """(specialisation key, compiled kernel) for every compilation of a @triton.jit function so far."""
+    for caches in jit_fn.device_caches.values():
+        yield from caches[0].items()
+
+
 def inputs(M, N, dtype):
     """x, w, b as the LayerNorm benchmark makes them; RMSNorm runs use x and w."""
     return bench_ln.make_inputs(M, N, dtype)
@@ -390,10 +396,10 @@ def time_ln_one_chunk(copy):
         runs = {"split": lambda: ns5["layernorm_fwd_split"](x, w, b, 1e-5)[0],
                 "one-chunk": lambda: ns5["layernorm_fwd_looped"](x, w, b, 1e-5, block_n=N)[0],
                 "tile": lambda: ns5["layernorm_fwd"](x, w, b, 1e-5)[0]}
-        warps_orig = ns5["looped_warps_for"]
-        runs["one-chunk/w16"] = lambda: (ns5.__setitem__("looped_warps_for", lambda bn, e: 16),
+        warps_orig = ns5["num_warps_for"]
+        runs["one-chunk/w16"] = lambda: (ns5.__setitem__("num_warps_for", lambda bn, e: 16),
                                          ns5["layernorm_fwd_looped"](x, w, b, 1e-5, block_n=N)[0],
-                                         ns5.__setitem__("looped_warps_for", warps_orig))[1]
+                                         ns5.__setitem__("num_warps_for", warps_orig))[1]
         runs["half-chunk"] = lambda: ns5["layernorm_fwd_looped"](x, w, b, 1e-5, block_n=N // 2)[0]
         if N > 65536:
             del runs["tile"]
@@ -408,7 +414,7 @@ def time_ln_chunks(copy):
     from autograder.notebook import load
     ns5, e5 = load(ROOT / "solutions" / "05_triton_layernorm.ipynb")
     assert not e5, e5
-    warps_orig = ns5["looped_warps_for"]
+    warps_orig = ns5["num_warps_for"]
     passes = int(os.environ.get("PASSES", "2"))
     for N in [int(n) for n in os.environ.get("LN_NS", "65536,32768,131072,16384").split(",")]:
         for dtype in [getattr(torch, d) for d in os.environ.get("LN_DTYPES", "bfloat16,float32").split(",")]:
@@ -420,11 +426,11 @@ def time_ln_chunks(copy):
                     continue
                 for warps in ((8, 16, 32) if block * x.element_size() <= 32768 else (16, 32)):
                     def fn(block=block, warps=warps):
-                        ns5["looped_warps_for"] = lambda bn, e: warps
+                        ns5["num_warps_for"] = lambda bn, e: warps
                         try:
                             return ns5["layernorm_fwd_looped"](x, w, b, 1e-5, block_n=block)[0]
                         finally:
-                            ns5["looped_warps_for"] = warps_orig
+                            ns5["num_warps_for"] = warps_orig
                     runs[f"looped/b{block}/w{warps}"] = fn
             best_of_two("ln", runs, x, w, b, copy, passes=passes)
             del x, w, b
@@ -654,7 +660,7 @@ def time_ln_guard(copy):
         if spike:
             x[:, 0] = 50.0
         block = triton.next_power_of_2(N)
-        warps = ns5["looped_warps_for"](block, x.element_size())
+        warps = ns5["num_warps_for"](block, x.element_size())
         if block * x.element_size() <= 65536:
             for name, stats, guard in (("two-pass", 0, False), ("shift-tuple", 2, False), ("shift-tuple/guard", 2, True),
                                        ("shift-2sum", 3, False), ("shift-2sum/guard", 3, True)):
@@ -849,10 +855,9 @@ def time_ln_variants(copy):
         del x, w, b
         torch.cuda.empty_cache()
     for name, ns in namespaces.items():   # registers and spills of every compiled looped kernel
-        for caches in ns["_layernorm_fwd_looped_kernel"].device_caches.values():
-            for k in caches[0].values():
-                emit(variant=name, warps=k.metadata.num_warps, regs=k.n_regs, spills=k.n_spills,
-                     shared=k.metadata.shared)
+        for _key, k in compiled(ns["_layernorm_fwd_looped_kernel"]):
+            emit(variant=name, warps=k.metadata.num_warps, regs=k.n_regs, spills=k.n_spills,
+                 shared=k.metadata.shared)
 
 
 @triton.jit
@@ -948,9 +953,8 @@ def time_pipelined(copy):
     sweep_with_peers(copy, [(32768, torch.bfloat16), (16384, torch.bfloat16), (16384, torch.float32),
                             (8192, torch.bfloat16), (32768, torch.float16), (8192, torch.float32),
                             (4096, torch.bfloat16)], add_runs)
-    for caches in _persistent_row_kernel.device_caches.values():
-        for k in caches[0].values():
-            emit(kernel="pipe", warps=k.metadata.num_warps, regs=k.n_regs, spills=k.n_spills, shared=k.metadata.shared)
+    for _key, k in compiled(_persistent_row_kernel):
+        emit(kernel="pipe", warps=k.metadata.num_warps, regs=k.n_regs, spills=k.n_spills, shared=k.metadata.shared)
 
 
 @triton.jit
@@ -1016,7 +1020,7 @@ def time_prefetch(copy):
                         x, c["y"], c["w"], c["b"], c["mean"], c["rstd"], c["M"], x.stride(0), c["y"].stride(0),
                         c["eps"], max(1, waves * c["sms"]), N=N, BLOCK_N=block, LINE=128 // x.element_size(),
                         RMS=c["rms"], PREFETCH=waves > 0, EVICT_LAST=last,
-                        num_warps=c["ns5"]["looped_warps_for"](block, x.element_size()))
+                        num_warps=c["ns5"]["num_warps_for"](block, x.element_size()))
                     return c["y"]
                 runs[f"pf/a{waves}{'/last' if last else ''}"] = run
 
@@ -1063,6 +1067,7 @@ RMS_N_CONST = ("def _rmsnorm_fwd_rows_kernel(X, Y, W, RSTD, M, N, stride_x",
                "def _rmsnorm_fwd_rows_kernel(X, Y, W, RSTD, M, N: tl.constexpr, stride_x")
 LN_N_CONST = ("def _layernorm_fwd_kernel(X, Y, W, B, MEAN, RSTD, M, N, stride_x",
               "def _layernorm_fwd_kernel(X, Y, W, B, MEAN, RSTD, M, N: tl.constexpr, stride_x")
+LN_TILE_WARPS = "num_warps=num_warps_for(BLOCK_M * BLOCK_N, x.element_size()))"   # lesson 05's tile launcher
 # Lesson 05's tile kernel and warp rule as 0.5.4 had them (one read of x, N a runtime value, a warp table), as
 # text edits of the current solution (0.5.5 on: x read twice, N a tl.constexpr, one warp per KB). The stages
 # that edit the tile ("tiles", "ladder", "lnrows", "lnshort") start from it, as their runs did.
@@ -1142,7 +1147,7 @@ def _ladder(op):
     """Cumulative text edits of a lesson's tile kernel toward torch.compile's kernel at N = 512 (stage "ladder");
     run #22 had the 0.5.2 kernels, whose weight and bias loads had no eviction hint."""
     warps = (("num_warps=min(8, num_warps_for(BLOCK_M * BLOCK_N, x.element_size())))", "num_warps=max(1, BLOCK_M // 2))")
-             if op == "rms" else ("num_warps=num_warps_for(BLOCK_M * BLOCK_N, x.element_size()))",
+             if op == "rms" else (LN_TILE_WARPS,
                                   "num_warps=max(1, BLOCK_M // 2))"))
     no_masks = [RMS_N_CONST if op == "rms" else LN_N_CONST, NO_ROW_MASK]
     const_stride = [("X + rows[:, None] * stride_x", "X + rows[:, None] * N"),    # only right when contiguous
@@ -1292,7 +1297,7 @@ def time_ln_rows(copy):
 
 
 
-LN_TILE_WARPS_X2 = ("num_warps=num_warps_for(BLOCK_M * BLOCK_N, x.element_size()))",
+LN_TILE_WARPS_X2 = (LN_TILE_WARPS,
                     "num_warps=min(32, 2 * num_warps_for(BLOCK_M * BLOCK_N, x.element_size())))")
 
 
@@ -1320,7 +1325,7 @@ def time_ln_short(copy):
     sweep_tiles(copy, "ln", spaces, passes, ms=(1, 2, 4), cases=((2048, torch.float32),))
 
 
-LN_TILE_MAX16 = ("num_warps=num_warps_for(BLOCK_M * BLOCK_N, x.element_size()))",
+LN_TILE_MAX16 = (LN_TILE_WARPS,
                  "num_warps=min(16, num_warps_for(BLOCK_M * BLOCK_N, x.element_size())))")
 
 
@@ -1351,9 +1356,9 @@ def time_ln_tile(copy):
         del x, w, b, y
         torch.cuda.empty_cache()
     for name, ns in (("tile", ns5), ("tile-0.5.4", old), ("tile/max16", max16)):
-        for caches in ns["_layernorm_fwd_kernel"].device_caches.values():
-            for key, k in caches[0].items():
-                emit(kernel=name, key=str(key)[:300], warps=k.metadata.num_warps, regs=k.n_regs, spills=k.n_spills)
+        for key, k in compiled(ns["_layernorm_fwd_kernel"]):
+            emit(kernel=name, key=str(key)[:300], warps=k.metadata.num_warps, regs=k.n_regs, spills=k.n_spills)
+
 
 @triton.jit
 def _ln_prefetch_row_kernel(X, Y, W, B, MEAN, RSTD, M, stride_x, stride_y, eps, N: tl.constexpr,
@@ -1427,9 +1432,8 @@ def time_ln_persist(copy):
         best_of_two("ln", runs, x, w, b, copy, reset=y.zero_, passes=passes)
         del x, w, b, y
         torch.cuda.empty_cache()
-    for caches in _ln_prefetch_row_kernel.device_caches.values():
-        for k in caches[0].values():
-            emit(kernel="persist", warps=k.metadata.num_warps, regs=k.n_regs, spills=k.n_spills)
+    for _key, k in compiled(_ln_prefetch_row_kernel):
+        emit(kernel="persist", warps=k.metadata.num_warps, regs=k.n_regs, spills=k.n_spills)
 
 
 def main():
