@@ -10,7 +10,7 @@ FWD_LOAD = ("x = tl.load(X + row * stride_x + cols, mask=mask, other=0.0, evicti
             ".to(tl.float32)")
 FWD_RELOAD = FWD_LOAD.replace("evict_last", "evict_first")
 FWD_STORE = "tl.store(Y + row * stride_y + cols, y.to(Y.dtype.element_ty), mask=mask)"
-ROWS_LOAD = "x = tl.load(X + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0).to(tl.float32)"
+ROWS_LOAD = "x = tl.load(x_ptrs, mask=mask, other=0.0, eviction_policy=\"evict_last\").to(tl.float32)"
 LOOP_P2 = ("            x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy=\"evict_first\")"
            ".to(tl.float32)")
 

@@ -43,12 +43,16 @@ Stages:
   with the warp table's num_warps or twice that, at every short-row point (512-1K, all dtypes; 2K fp32).
 - "lntile": the 0.5.5 tile against the 0.5.4 one at the same rows and warps, where 0.5.5's first bench had
   the tile far below the looped kernel.
+- "rmsshort": lesson 04's tile kernel with N a tl.constexpr and x re-loaded (lesson 05's 0.5.5 tile) at
+  512-2K, where torch.compile stays ahead of lesson 04's dispatcher.
+- "lnregs": registers per thread and programs per SM: lesson 05's tile and looped kernel capped at 32
+  registers (ptxas .maxnreg), and a three-pass kernel that holds nothing across a reduction, at 8K-64K.
 Inputs, byte counts, numerical checks, timer and copy roofline are the course benchmark's (helpers.bench*);
 every timed point is the faster of two interleaved passes. Results: explore_cluster_H100.jsonl, in the
 order run. Its first run's num_ctas = 1 rows read "wrong" because that version of the script passed eps
 and N in swapped places; the last "cluster" run (after the "ln64" rerun) has them measured, and the
 num_ctas > 1 compile failures do not depend on it.
-    python benchmarks/explore/explore_cluster.py [cluster|split|ln64|lnchunk|small|hints|lnstats|lnguard|lnvariants|pipe|prefetch|peers|rmsvariants|tiles|ladder|params|rowwarps|lnwarps|lnrows|lnpersist|lnshort|lntile|all]
+    python benchmarks/explore/explore_cluster.py [cluster|split|ln64|lnchunk|small|hints|lnstats|lnguard|lnvariants|pipe|prefetch|peers|rmsvariants|tiles|ladder|params|rowwarps|lnwarps|lnrows|lnpersist|lnshort|lntile|rmsshort|lnregs|all]
 """
 import inspect
 import json
@@ -1065,6 +1069,19 @@ INT32_ROWS = ("    rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0,
               "    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)")   # int32 offsets (< 2**31 here)
 RMS_N_CONST = ("def _rmsnorm_fwd_rows_kernel(X, Y, W, RSTD, M, N, stride_x",
                "def _rmsnorm_fwd_rows_kernel(X, Y, W, RSTD, M, N: tl.constexpr, stride_x")
+# Lesson 04's rows (tile) kernel as 0.5.6 changed it (as lesson 05's in 0.5.5): x loaded for the sum of squares
+# (evict_last) and again for y (evict_first), so that the first copy's registers are free during the reduction.
+RMS_TILE_RELOAD = ("    x = tl.load(X + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0).to(tl.float32)\n"
+                   "    rstd = tl.rsqrt(tl.sum(x * x, axis=1) / N + eps)\n"
+                   "    y = x * rstd[:, None]\n",
+                   "    x_ptrs = X + rows[:, None] * stride_x + cols[None, :]\n"
+                   "    x = tl.load(x_ptrs, mask=mask, other=0.0, eviction_policy=\"evict_last\").to(tl.float32)\n"
+                   "    rstd = tl.rsqrt(tl.sum(x * x, axis=1) / N + eps)\n"
+                   "    x = tl.load(x_ptrs, mask=mask, other=0.0, eviction_policy=\"evict_first\").to(tl.float32)\n"
+                   "    y = x * rstd[:, None]\n")
+# Lesson 04's tile kernel as 0.5.5 had it (one read of x, N a runtime value), as text edits of the current
+# solution. The stages that edit that kernel ("tiles", "ladder", "rmsshort") start from it.
+RMS_055 = [(RMS_N_CONST[1], RMS_N_CONST[0]), (RMS_TILE_RELOAD[1], RMS_TILE_RELOAD[0])]
 LN_N_CONST = ("def _layernorm_fwd_kernel(X, Y, W, B, MEAN, RSTD, M, N, stride_x",
               "def _layernorm_fwd_kernel(X, Y, W, B, MEAN, RSTD, M, N: tl.constexpr, stride_x")
 LN_TILE_WARPS = "num_warps=num_warps_for(BLOCK_M * BLOCK_N, x.element_size()))"   # lesson 05's tile launcher
@@ -1085,11 +1102,12 @@ LN_054 = [("def _layernorm_fwd_kernel(X, Y, W, B, MEAN, RSTD, M, N: tl.constexpr
            "        return 8\n    return 16 if nbytes <= 32768 else 32")]
 NO_ROW_MASK = ("    row_mask = rows < M\n", "    row_mask = tl.full([BLOCK_M], 1, tl.int1)   # only when BLOCK_M divides M\n")
 TILE_VARIANTS = {   # op -> name -> text edits of lesson 04's / 05's solution (their tile kernels)
-    "rms": {"solution": [],
-            "N-constexpr": [RMS_N_CONST],
-            "int32": [INT32_ROWS],
-            "no-masks": [RMS_N_CONST, NO_ROW_MASK],
-            "no-masks/no-rstd": [RMS_N_CONST, NO_ROW_MASK, ("    tl.store(RSTD + rows, rstd, mask=row_mask)\n", "")]},
+    "rms": {"solution": RMS_055,
+            "N-constexpr": RMS_055 + [RMS_N_CONST],
+            "int32": RMS_055 + [INT32_ROWS],
+            "no-masks": RMS_055 + [RMS_N_CONST, NO_ROW_MASK],
+            "no-masks/no-rstd": RMS_055 + [RMS_N_CONST, NO_ROW_MASK,
+                                           ("    tl.store(RSTD + rows, rstd, mask=row_mask)\n", "")]},
     "ln": {"solution": LN_054,
            "N-constexpr": LN_054 + [LN_N_CONST],
            "int32": LN_054 + [INT32_ROWS],
@@ -1162,7 +1180,7 @@ def _ladder(op):
         params = []   # 0.5.3 on: the solution loads them evict_last already, so "ev" adds nothing
     steps = [("w", [warps]), ("nm", no_masks), ("i32", [INT32_ROWS]), ("sc", const_stride), ("ev", params),
              ("ns", list(no_stats))]
-    base = LN_054 if op == "ln" else []   # lesson 05: its 0.5.4 tile, as run #22 had it
+    base = LN_054 if op == "ln" else RMS_055   # the tiles as run #22 had them (lesson 05's of 0.5.4, 04's of 0.5.5)
     ladder, edits, name = {"solution": base}, base, ""
     for step, more in steps:
         edits, name = edits + more, f"{name}+{step}" if name else step
@@ -1436,6 +1454,134 @@ def time_ln_persist(copy):
         emit(kernel="persist", warps=k.metadata.num_warps, regs=k.n_regs, spills=k.n_spills)
 
 
+RMS_TILE_UNCAPPED = ("num_warps=min(8, num_warps_for(BLOCK_M * BLOCK_N, x.element_size())))",
+                     "num_warps=num_warps_for(BLOCK_M * BLOCK_N, x.element_size()))")   # 16 warps for 16 KB tiles
+
+
+def time_rms_short(copy):
+    """Lesson 04's tile kernel changed as lesson 05's 0.5.5 tile (N a tl.constexpr, x re-loaded for y: "nc/reload"),
+    also with the warp table uncapped ("/w16": 16 warps for 16 KB tiles), at the points where torch.compile stays
+    ahead of lesson 04's dispatcher in the recorded bench (N = 512 bf16/fp16, 1-2K fp32) and their twins, at
+    1-8 rows per program. Run #35 (0.5.5 kernels) named these "solution", "nc/reload" and "nc/reload/w16": at
+    N = 512 with 8 rows, bf16 96.5 -> 96.8 and fp16 96.3 -> 96.5 (torch.compile 96.7, 96.5), and 0.5.6 adopted
+    nc/reload. PASSES (default 5) interleaved passes, each kept."""
+    passes = int(os.environ.get("PASSES", "5"))
+    variants = {"tile-0.5.5": RMS_055, "solution": [], "solution/w16": [RMS_TILE_UNCAPPED]}
+    spaces = load_variants("04_triton_rmsnorm", variants, "rmsshort")
+    sweep_tiles(copy, "rms", spaces, passes, ms=(2, 4, 8),
+                cases=((512, torch.bfloat16), (512, torch.float16), (1024, torch.bfloat16)))
+    sweep_tiles(copy, "rms", spaces, passes, ms=(1, 2, 4),
+                cases=((512, torch.float32), (1024, torch.float32), (2048, torch.float32)))
+
+
+@triton.jit
+def _ln_three_pass_kernel(X, Y, W, B, MEAN, RSTD, stride_x, stride_y, eps, N: tl.constexpr,
+                          BLOCK_N: tl.constexpr, WB_HINT: tl.constexpr):
+    # One program per row; x read three times (HBM once, then cache): its sum, its squared deviations (each
+    # accumulated lane-wise over the chunks, one block reduction per pass), then y. No chunk is held across a
+    # reduction. The middle load has no hint, so the compiler cannot merge it with the first (it did).
+    row = tl.program_id(0).to(tl.int64)
+    x_row = X + row * stride_x
+    acc = tl.zeros([BLOCK_N], dtype=tl.float32)
+    for off in range(0, N, BLOCK_N):
+        cols = off + tl.arange(0, BLOCK_N)
+        acc += tl.load(x_row + cols, mask=cols < N, other=0.0, eviction_policy="evict_last").to(tl.float32)
+    mean = tl.sum(acc, axis=0) / N
+    acc = tl.zeros([BLOCK_N], dtype=tl.float32)
+    for off in range(0, N, BLOCK_N):
+        cols = off + tl.arange(0, BLOCK_N)
+        x = tl.load(x_row + cols, mask=cols < N, other=0.0).to(tl.float32)
+        d = tl.where(cols < N, x - mean, 0.0)
+        acc += d * d
+    rstd = tl.rsqrt(tl.sum(acc, axis=0) / N + eps)
+    for off in range(0, N, BLOCK_N):
+        cols = off + tl.arange(0, BLOCK_N)
+        mask = cols < N
+        x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+        w = tl.load(W + cols, mask=mask, other=0.0, eviction_policy=WB_HINT).to(tl.float32)
+        b = tl.load(B + cols, mask=mask, other=0.0, eviction_policy=WB_HINT).to(tl.float32)
+        tl.store(Y + row * stride_y + cols, ((x - mean) * rstd * w + b).to(Y.dtype.element_ty), mask=mask)
+    tl.store(MEAN + row, mean)
+    tl.store(RSTD + row, rstd)
+
+
+def reg_cap(maxnreg):
+    """Launch options that cap a kernel's registers per thread (ptxas .maxnreg), or none."""
+    return {"maxnreg": maxnreg} if maxnreg else {}
+
+
+def ln_three_pass(x, w, b, y, mean, rstd, block_n, warps, maxnreg=None, wb_hint=""):
+    M, N = x.shape
+    _ln_three_pass_kernel[(M,)](x, y, w, b, mean, rstd, x.stride(0), y.stride(0), bench_ln.EPS, N=N,
+                                BLOCK_N=block_n, WB_HINT=wb_hint, num_warps=warps, **reg_cap(maxnreg))
+    return y
+
+
+def ln_tile_capped(ns5, x, w, b, y, mean, rstd, maxnreg):
+    """Exercise 1's tile kernel at its own rows and warps, with at most maxnreg registers per thread."""
+    M, N = x.shape
+    m, block_n = ns5["rows_per_program_for"](N, x.element_size()), triton.next_power_of_2(N)
+    ns5["_layernorm_fwd_kernel"][(triton.cdiv(M, m),)](
+        x, y, w, b, mean, rstd, M, N, x.stride(0), y.stride(0), bench_ln.EPS, BLOCK_M=m, BLOCK_N=block_n,
+        HAS_WEIGHT=True, HAS_BIAS=True, num_warps=ns5["num_warps_for"](m * block_n, x.element_size()),
+        **reg_cap(maxnreg))
+    return y
+
+
+def ln_looped_capped(ns5, x, w, b, y, mean, rstd, block_n, maxnreg):
+    """Exercise 3's looped kernel with chunks of block_n, its own warps, at most maxnreg registers per thread."""
+    M, N = x.shape
+    ns5["_layernorm_fwd_looped_kernel"][(M,)](
+        x, y, w, b, mean, rstd, x.stride(0), y.stride(0), bench_ln.EPS, N=N, BLOCK_N=block_n,
+        HAS_WEIGHT=True, HAS_BIAS=True, num_warps=ns5["num_warps_for"](block_n, x.element_size()),
+        **reg_cap(maxnreg))
+    return y
+
+
+def time_ln_regs(copy):
+    """Registers and occupancy. A 32-warp program (1024 threads) leaves room for a second one on an SM only at
+    <= 32 registers per thread (65536 per SM). Compiled for sm_90 on a CPU (triton.compile + cuobjdump):
+    exercise 1's tile at 16K bf16 takes 44 (fp16: 32), the looped kernel's 16K-value chunks 32, a whole 32K
+    bf16 row held 64. Here: the tile capped at 32 registers ("/r32", ptxas .maxnreg) at 16K, the looped
+    kernel's one chunk capped, and a three-pass kernel (_ln_three_pass_kernel: nothing held across a
+    reduction) at 16K-64K, next to the dispatcher and torch.compile; registers and spills of every compiled
+    kernel. PASSES (default 5)."""
+    from autograder.notebook import load
+    ns5, e5 = load(ROOT / "solutions" / "05_triton_layernorm.ipynb")
+    assert not e5, e5
+    torch._dynamo.config.cache_size_limit = 64
+    passes = int(os.environ.get("PASSES", "5"))
+    points = [(16384, torch.bfloat16), (16384, torch.float16), (32768, torch.bfloat16), (32768, torch.float16),
+              (65536, torch.bfloat16), (16384, torch.float32), (32768, torch.float32), (8192, torch.bfloat16)]
+    if os.environ.get("LN_REGS_POINTS"):
+        points = [(int(n), getattr(torch, d)) for n, d in (p.split(":") for p in os.environ["LN_REGS_POINTS"].split(","))]
+    for N, dtype in points:
+        x, w, b, y, mean, rstd, runs = ln_point(N, dtype, ns5)
+        row_bytes = N * x.element_size()
+        if row_bytes <= 32768:
+            for cap in (None, 32):
+                runs[f"tile{'/r32' if cap else ''}"] = lambda cap=cap: ln_tile_capped(ns5, x, w, b, y, mean, rstd, cap)
+        full = triton.next_power_of_2(N)
+        for cap in (None, 32, 40):
+            runs[f"looped/one-chunk{f'/r{cap}' if cap else ''}"] = (
+                lambda cap=cap: ln_looped_capped(ns5, x, w, b, y, mean, rstd, full, cap))
+        for block in sorted({full, max(1024, full // 2), min(full, 16384)}):
+            warps = ns5["num_warps_for"](block, x.element_size())
+            for cap in (None, 32):
+                for hint in ("", "evict_last"):
+                    name = f"three/b{block}/w{warps}{f'/r{cap}' if cap else ''}{'/wb-last' if hint else ''}"
+                    runs[name] = (lambda block=block, warps=warps, cap=cap, hint=hint:
+                                  ln_three_pass(x, w, b, y, mean, rstd, block, warps, cap, hint))
+        best_of_two("ln", runs, x, w, b, copy, reset=y.zero_, passes=passes)
+        del x, w, b, y
+        torch.cuda.empty_cache()
+    for name, fn in (("tile", ns5["_layernorm_fwd_kernel"]), ("looped", ns5["_layernorm_fwd_looped_kernel"]),
+                     ("three", _ln_three_pass_kernel)):
+        for key, k in compiled(fn):
+            emit(kernel=name, key=str(key)[:300], warps=k.metadata.num_warps,
+                 maxnreg=getattr(k.metadata, "maxnreg", None), regs=k.n_regs, spills=k.n_spills)
+
+
 def main():
     stages = {"cluster": time_cluster, "split": time_split, "ln64": time_ln_one_chunk,
               "lnchunk": time_ln_chunks, "small": time_small, "hints": time_hints,
@@ -1446,7 +1592,7 @@ def main():
               "tiles": time_tiles, "ladder": time_ladder, "params": time_params,
               "rowwarps": time_row_warps, "lnwarps": time_ln_warps, "lnrows": time_ln_rows,
               "lnpersist": time_ln_persist, "lnshort": time_ln_short,
-              "lntile": time_ln_tile}
+              "lntile": time_ln_tile, "rmsshort": time_rms_short, "lnregs": time_ln_regs}
     stage = sys.argv[1] if len(sys.argv) > 1 else "all"
     if stage != "all" and stage not in stages:
         raise SystemExit(f"unknown stage {stage!r}: one of {', '.join(stages)} or all")
