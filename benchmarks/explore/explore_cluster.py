@@ -1540,7 +1540,7 @@ def ln_looped_capped(ns5, x, w, b, y, mean, rstd, block_n, maxnreg):
 
 def time_ln_regs(copy):
     """Registers and occupancy. A 32-warp program (1024 threads) leaves room for a second one on an SM only at
-    <= 32 registers per thread (65536 per SM). Compiled for sm_90 on a CPU (triton.compile + cuobjdump):
+    <= 32 registers per thread (65536 per SM). Compiled for sm_90 on a CPU (regs_sm90.py):
     exercise 1's tile at 16K bf16 takes 44 (fp16: 32), the looped kernel's 16K-value chunks 32, a whole 32K
     bf16 row held 64. Here: the tile capped at 32 registers ("/r32", ptxas .maxnreg) at 16K, the looped
     kernel's one chunk capped, and a three-pass kernel (_ln_three_pass_kernel: nothing held across a
