@@ -47,12 +47,13 @@ Stages:
   512-2K, where torch.compile stays ahead of lesson 04's dispatcher.
 - "lnregs": registers per thread and programs per SM: lesson 05's tile and looped kernel capped at 32
   registers (ptxas .maxnreg), and a three-pass kernel that holds nothing across a reduction, at 8K-64K.
+- "lnpipe": lesson 05's looped kernel with pass 1's chunk loop software-pipelined (tl.range num_stages).
 Inputs, byte counts, numerical checks, timer and copy roofline are the course benchmark's (helpers.bench*);
 every timed point is the faster of two interleaved passes. Results: explore_cluster_H100.jsonl, in the
 order run. Its first run's num_ctas = 1 rows read "wrong" because that version of the script passed eps
 and N in swapped places; the last "cluster" run (after the "ln64" rerun) has them measured, and the
 num_ctas > 1 compile failures do not depend on it.
-    python benchmarks/explore/explore_cluster.py [cluster|split|ln64|lnchunk|small|hints|lnstats|lnguard|lnvariants|pipe|prefetch|peers|rmsvariants|tiles|ladder|params|rowwarps|lnwarps|lnrows|lnpersist|lnshort|lntile|rmsshort|lnregs|all]
+    python benchmarks/explore/explore_cluster.py [cluster|split|ln64|lnchunk|small|hints|lnstats|lnguard|lnvariants|pipe|prefetch|peers|rmsvariants|tiles|ladder|params|rowwarps|lnwarps|lnrows|lnpersist|lnshort|lntile|rmsshort|lnregs|lnpipe|all]
 """
 import inspect
 import json
@@ -1582,6 +1583,51 @@ def time_ln_regs(copy):
                  maxnreg=getattr(k.metadata, "maxnreg", None), regs=k.n_regs, spills=k.n_spills)
 
 
+# Lesson 05's looped kernel with its pass-1 chunk loop software-pipelined by Triton (tl.range num_stages): the next
+# chunk's load (cp.async into shared memory) is in flight while this chunk reduces. STAGES = 1 is the solution.
+LN_LOOP_PIPE = [("    for off in range(0, N, BLOCK_N):\n        cols = off + tl.arange(0, BLOCK_N)\n        mask = cols < N\n"
+                 "        x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy=\"evict_last\")",
+                 "    for off in tl.range(0, N, BLOCK_N, num_stages=STAGES):\n        cols = off + tl.arange(0, BLOCK_N)\n"
+                 "        mask = cols < N\n"
+                 "        x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy=\"evict_last\")"),
+                ("BLOCK_N: tl.constexpr, HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr):\n"
+                 "    # Idea: pass 1 folds",
+                 "BLOCK_N: tl.constexpr, HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr,\n"
+                 "                                 STAGES: tl.constexpr = 1):\n    # Idea: pass 1 folds")]
+
+
+def time_ln_pipe(copy):
+    """Lesson 05's looped kernel with pass 1's chunk loop pipelined (LN_LOOP_PIPE, 2-3 stages), at the dispatcher's
+    chunk and 32 warps (compiled for sm_90 on a CPU: 43 registers with 2 stages, one program per SM, so also
+    capped at 32: "/r32", a few stack bytes) and at 8192-value chunks with 16 warps (40-49 registers), at
+    N = 16K-64K in 16-bit types, next to the dispatcher and torch.compile. PASSES (default 5)."""
+    from autograder.notebook import load
+    ns5, e5 = load(ROOT / "solutions" / "05_triton_layernorm.ipynb")
+    assert not e5, e5
+    pipe = load_variants("05_triton_layernorm", {"pipe": LN_LOOP_PIPE}, "lnpipe")["pipe"]
+    kernel = pipe["_layernorm_fwd_looped_kernel"]
+    torch._dynamo.config.cache_size_limit = 64
+    passes = int(os.environ.get("PASSES", "5"))
+    for N, dtype in ((32768, torch.bfloat16), (32768, torch.float16), (65536, torch.bfloat16), (16384, torch.bfloat16)):
+        x, w, b, y, mean, rstd, runs = ln_point(N, dtype, ns5)
+        M = x.shape[0]
+        half = triton.next_power_of_2(N) // (2 if N * x.element_size() > 32768 else 1)
+        for block, warps in ((half, 32), (8192, 16)):
+            for stages in (1, 2, 3):
+                for cap in ((None, 32) if warps == 32 and stages > 1 else (None,)):
+                    def run(block=block, warps=warps, stages=stages, cap=cap):
+                        kernel[(M,)](x, y, w, b, mean, rstd, x.stride(0), y.stride(0), bench_ln.EPS, N=N, BLOCK_N=block,
+                                     HAS_WEIGHT=True, HAS_BIAS=True, STAGES=stages, num_warps=warps, **reg_cap(cap))
+                        return y
+                    runs[f"pipe/b{block}/w{warps}/s{stages}{f'/r{cap}' if cap else ''}"] = run
+        best_of_two("ln", runs, x, w, b, copy, reset=y.zero_, passes=passes)
+        del x, w, b, y
+        torch.cuda.empty_cache()
+    for key, k in compiled(kernel):
+        emit(kernel="pipe", key=str(key)[:300], warps=k.metadata.num_warps, maxnreg=getattr(k.metadata, "maxnreg", None),
+             regs=k.n_regs, spills=k.n_spills, shared=k.metadata.shared)
+
+
 def main():
     stages = {"cluster": time_cluster, "split": time_split, "ln64": time_ln_one_chunk,
               "lnchunk": time_ln_chunks, "small": time_small, "hints": time_hints,
@@ -1592,7 +1638,8 @@ def main():
               "tiles": time_tiles, "ladder": time_ladder, "params": time_params,
               "rowwarps": time_row_warps, "lnwarps": time_ln_warps, "lnrows": time_ln_rows,
               "lnpersist": time_ln_persist, "lnshort": time_ln_short,
-              "lntile": time_ln_tile, "rmsshort": time_rms_short, "lnregs": time_ln_regs}
+              "lntile": time_ln_tile, "rmsshort": time_rms_short, "lnregs": time_ln_regs,
+              "lnpipe": time_ln_pipe}
     stage = sys.argv[1] if len(sys.argv) > 1 else "all"
     if stage != "all" and stage not in stages:
         raise SystemExit(f"unknown stage {stage!r}: one of {', '.join(stages)} or all")
