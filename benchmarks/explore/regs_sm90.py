@@ -28,10 +28,11 @@ BIN = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
 H100 = GPUTarget("cuda", 90, 32)
 
 
-def jit_kernels(lesson):
-    """{name: JITFunction} of the @triton.jit cells of solutions/<lesson>.ipynb, compiled by Triton itself
-    (never the interpreter, whatever TRITON_INTERPRET says: this script does not import helpers)."""
-    nb = json.loads((ROOT / "solutions" / f"{lesson}.ipynb").read_text())
+def jit_kernels(notebook):
+    """{name: JITFunction} of the @triton.jit cells of a notebook (a solution, or a variant that
+    explore_cluster.py's load_variants wrote), compiled by Triton itself (never the interpreter, whatever
+    TRITON_INTERPRET says: this script does not import helpers)."""
+    nb = json.loads(Path(notebook).read_text())
     kernels = {}
     for cell in nb["cells"]:
         text = "".join(cell["source"])
@@ -49,6 +50,17 @@ def jit_kernels(lesson):
             exec(compile(Path(f.name).read_text(), f.name, "exec"), scope)   # a real file: @triton.jit reads the source
             kernels[name] = scope[name]
     return kernels
+
+
+def config_functions(notebook):
+    """The plain functions (num_warps_for, rows_per_program_for...) of the notebook cell that defines
+    num_warps_for."""
+    nb = json.loads(Path(notebook).read_text())
+    text = next("".join(c["source"]) for c in nb["cells"]
+                if c["cell_type"] == "code" and "def num_warps_for" in "".join(c["source"]))
+    scope = {"triton": triton}
+    exec(text, scope)
+    return scope
 
 
 def compile_sm90(fn, types, constexprs, **options):
@@ -71,12 +83,13 @@ def resources(kernel):
 
 
 def main():
-    ks = jit_kernels("05_triton_layernorm")
+    lesson = ROOT / "solutions" / "05_triton_layernorm.ipynb"
+    ks, num_warps_for = jit_kernels(lesson), config_functions(lesson)["num_warps_for"]
     print(f"{'kernel':8} {'dtype':5} {'N':>6} {'block':>6} {'warps':>5} {'maxnreg':>7} {'regs':>4} {'stack':>5}")
     for dt in ("bf16", "fp16", "fp32"):
         io = {"X": f"*{dt}", "Y": f"*{dt}", "W": f"*{dt}", "B": f"*{dt}", "MEAN": "*fp32", "RSTD": "*fp32"}
         for n in (8192, 16384, 32768):
-            warps = max(4, min(32, n * int(dt[2:]) // 8 // 1024))
+            warps = num_warps_for(n, int(dt[2:]) // 8)
             for cap in (None, 32):
                 opts = {"num_warps": warps, **({"maxnreg": cap} if cap else {})}
                 tile = compile_sm90(ks["_layernorm_fwd_kernel"],
