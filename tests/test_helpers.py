@@ -143,6 +143,22 @@ def test_bench_save_merge_and_show_recorded(tmp_path):
     assert bench.rmsnorm_fwd_bytes(2, 4, 2, 4) == 2 * 2 * 4 * 2 + 16
 
 
+def test_bench_16_bit_panels_show_the_copy_of_the_same_bytes(capsys):
+    rows = [dict(lesson="L", op="op", impl="a", dtype=dt, M=8, N=n, ms=1.0, gbs=2000.0 + n, pct_copy=70.0,
+                 copy_gbs=3000.0, pct_copy_dtype=70.0, copy_gbs_dtype=copy)
+            for dt, copy in (("bfloat16", 2900.0), ("float32", 3000.0)) for n in (512, 1024)]
+    res = {"device": "Fake GPU", "copy_gbs": 3000.0, "datasheet_gbs": None, "rows": rows, "failures": []}
+    fig = bench.plot(res)
+    bf16, fp32 = fig.axes[:2]
+    assert [ln.get_ydata()[0] for ln in bf16.lines if ln.get_linestyle() == "-."] == [2900.0]
+    assert not [ln for ln in fp32.lines if ln.get_linestyle() == "-."]   # fp32's copy is the roofline itself
+    bench.print_table(res)
+    out = capsys.readouterr().out
+    assert "a bfloat16 copy of the same bytes: 2900 GB/s" in out
+    old = {**res, "rows": [{k: v for k, v in r.items() if not k.endswith("_dtype")} for r in rows]}
+    assert not [ln for ln in bench.plot(old).axes[0].lines if ln.get_linestyle() == "-."]   # older records
+
+
 @pytest.mark.parametrize("lesson,op,peers", [
     ("04_triton_rmsnorm", "rmsnorm_fwd", {"torch composite", "F.rms_norm", "torch.compile"}),
     ("05_triton_layernorm", "layernorm_fwd", {"F.layer_norm", "torch.compile"}),

@@ -52,12 +52,13 @@ Stages:
   load in a pipelined row loop) while this row reduces, at 16K-32K in 16-bit types.
 - "rowladder": lesson 04's one-row kernel without the rstd store, with the row stride N, with int32 offsets.
 - "lnnostats": lesson 05's dispatcher without the mean and rstd stores.
+- "lnsize": lessons 05's and 04's dispatchers at 1/2 to 8 times the bench's rows (32K and 16K bf16, 32K fp32).
 Inputs, byte counts, numerical checks, timer and copy roofline are the course benchmark's (helpers.bench*);
 every timed point is the faster of two interleaved passes. Results: explore_cluster_H100.jsonl, in the
 order run. Its first run's num_ctas = 1 rows read "wrong" because that version of the script passed eps
 and N in swapped places; the last "cluster" run (after the "ln64" rerun) has them measured, and the
 num_ctas > 1 compile failures do not depend on it.
-    python benchmarks/explore/explore_cluster.py [cluster|split|ln64|lnchunk|small|hints|lnstats|lnguard|lnvariants|pipe|prefetch|peers|rmsvariants|tiles|ladder|params|rowwarps|lnwarps|lnrows|lnpersist|lnshort|lntile|rmsshort|lnregs|lnpipe|lntma|rowladder|lnnostats|all]
+    python benchmarks/explore/explore_cluster.py [cluster|split|ln64|lnchunk|small|hints|lnstats|lnguard|lnvariants|pipe|prefetch|peers|rmsvariants|tiles|ladder|params|rowwarps|lnwarps|lnrows|lnpersist|lnshort|lntile|rmsshort|lnregs|lnpipe|lntma|rowladder|lnnostats|lnsize|all]
 """
 import inspect
 import json
@@ -1724,6 +1725,30 @@ def time_ln_no_stats(copy):
                        (32768, torch.bfloat16)], passes)
 
 
+def time_ln_size(copy):
+    """Does the bench's size hold 32K bf16 back? The bench fixes M * N = 64 Mi elements, so a 32K bf16 LayerNorm
+    runs about 90 us: 2048 rows, under 8 waves of two programs per SM. Lesson 05's and 04's dispatchers at
+    M = 1/2 ... 8 times the bench's rows, each against a copy of the same bytes timed just before
+    (a "case" row gives M and that copy); PASSES (default 3)."""
+    from autograder.notebook import load
+    ns4, e4 = load(ROOT / "solutions" / "04_triton_rmsnorm.ipynb")
+    ns5, e5 = load(ROOT / "solutions" / "05_triton_layernorm.ipynb")
+    assert not e4 and not e5, (e4, e5)
+    passes = int(os.environ.get("PASSES", "3"))
+    for N, dtype in ((32768, torch.bfloat16), (16384, torch.bfloat16), (32768, torch.float32)):
+        for scale in (0.5, 1, 2, 4, 8):
+            M = int(TOTAL // N * scale)
+            x, w, b = inputs(M, N, dtype)
+            same = hb.copy_gbs(M * N, str(dtype)[6:])
+            emit(case="lnsize", N=N, dtype=str(dtype)[6:], M=M, copy_gbs=round(same, 1))
+            best_of_two("ln", {"dispatch": lambda: ns5["layernorm"](x, w, b, bench_ln.EPS)[0]}, x, w, b, same,
+                        passes=passes)
+            best_of_two("rms", {"rms-dispatch": lambda: ns4["rmsnorm"](x, w, bench_rms.EPS)[0]}, x, w, b, same,
+                        passes=passes)
+            del x, w, b
+            torch.cuda.empty_cache()
+
+
 def main():
     stages = {"cluster": time_cluster, "split": time_split, "ln64": time_ln_one_chunk,
               "lnchunk": time_ln_chunks, "small": time_small, "hints": time_hints,
@@ -1736,7 +1761,8 @@ def main():
               "lnpersist": time_ln_persist, "lnshort": time_ln_short,
               "lntile": time_ln_tile, "rmsshort": time_rms_short, "lnregs": time_ln_regs,
               "lnpipe": time_ln_pipe, "lntma": time_ln_tma,
-              "rowladder": time_row_ladder, "lnnostats": time_ln_no_stats}
+              "rowladder": time_row_ladder, "lnnostats": time_ln_no_stats,
+              "lnsize": time_ln_size}
     stage = sys.argv[1] if len(sys.argv) > 1 else "all"
     if stage != "all" and stage not in stages:
         raise SystemExit(f"unknown stage {stage!r}: one of {', '.join(stages)} or all")
