@@ -9,7 +9,7 @@ same process with the same timer and the same rule; every point is labelled with
 timed per dtype at the sweep's M*N elements; the roofline is the fastest of them (fp32's, the most bytes),
 and each row also records the copy of its own dtype, which moves the same bytes as the kernel
 (`copy_gbs_dtype`, `pct_copy_dtype`): a 16-bit copy moves half the bytes and runs a few % slower (on an
-H100, 2865 against 2942 GB/s at 64 Mi elements), so 16-bit kernels read a few % lower against the roofline.
+H100, 2853-2865 against 2941-2951 GB/s at 64 Mi elements), so 16-bit kernels read a few % lower against the roofline.
 Every implementation's output is checked against the float64 reference once before it is timed.
 On a machine without a GPU, `benchmark_or_recorded` shows the recorded results instead.
 """

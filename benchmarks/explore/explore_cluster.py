@@ -1107,6 +1107,7 @@ LN_054 = [("def _layernorm_fwd_kernel(X, Y, W, B, MEAN, RSTD, M, N: tl.constexpr
            "    nbytes = block * elt_bytes\n    if nbytes <= 4096:\n        return 4\n    if nbytes <= 16384:\n"
            "        return 8\n    return 16 if nbytes <= 32768 else 32")]
 NO_ROW_MASK = ("    row_mask = rows < M\n", "    row_mask = tl.full([BLOCK_M], 1, tl.int1)   # only when BLOCK_M divides M\n")
+LN_TILE_NO_STATS = ("    tl.store(MEAN + rows, mean, mask=row_mask)\n    tl.store(RSTD + rows, rstd, mask=row_mask)\n", "")
 TILE_VARIANTS = {   # op -> name -> text edits of lesson 04's / 05's solution (their tile kernels)
     "rms": {"solution": RMS_055,
             "N-constexpr": RMS_055 + [RMS_N_CONST],
@@ -1118,8 +1119,7 @@ TILE_VARIANTS = {   # op -> name -> text edits of lesson 04's / 05's solution (t
            "N-constexpr": LN_054 + [LN_N_CONST],
            "int32": LN_054 + [INT32_ROWS],
            "no-masks": LN_054 + [LN_N_CONST, NO_ROW_MASK],
-           "no-masks/no-stats": LN_054 + [LN_N_CONST, NO_ROW_MASK, ("    tl.store(MEAN + rows, mean, mask=row_mask)\n"
-                                                           "    tl.store(RSTD + rows, rstd, mask=row_mask)\n", "")]},
+           "no-masks/no-stats": LN_054 + [LN_N_CONST, NO_ROW_MASK, LN_TILE_NO_STATS]},
 }
 
 
@@ -1710,7 +1710,7 @@ def time_row_ladder(copy):
                       [(2048, torch.float32), (4096, torch.float32), (8192, torch.bfloat16)], passes)
 
 
-LN_NO_STATS = [("    tl.store(MEAN + rows, mean, mask=row_mask)\n    tl.store(RSTD + rows, rstd, mask=row_mask)\n", ""),
+LN_NO_STATS = [LN_TILE_NO_STATS,   # exercise 1's tile, then exercise 3's looped kernel
                ("        tl.store(y_row + cols, y.to(Y.dtype.element_ty), mask=mask)\n    tl.store(MEAN + row, mean)\n"
                 "    tl.store(RSTD + row, rstd)\n", "        tl.store(y_row + cols, y.to(Y.dtype.element_ty), mask=mask)\n")]
 

@@ -74,10 +74,11 @@ def compile_sm90(fn, types, constexprs, **options):
 
 def resources(kernel):
     """Registers per thread and stack bytes per thread (spills) of a compiled kernel."""
-    with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(kernel.asm["cubin"])
-    out = subprocess.run([str(BIN / "cuobjdump"), "--dump-resource-usage", f.name],
-                         capture_output=True, text=True, check=True).stdout
+        f.flush()
+        out = subprocess.run([str(BIN / "cuobjdump"), "--dump-resource-usage", f.name],
+                             capture_output=True, text=True, check=True).stdout
     m = re.search(r"REG:(\d+) STACK:(\d+)", out)
     return int(m.group(1)), int(m.group(2))
 
