@@ -53,12 +53,21 @@ Stages:
 - "rowladder": lesson 04's one-row kernel without the rstd store, with the row stride N, with int32 offsets.
 - "lnnostats": lesson 05's dispatcher without the mean and rstd stores.
 - "lnsize": lessons 05's and 04's dispatchers at 1/2 to 8 times the bench's rows (32K and 16K bf16, 32K fp32).
+- "cudaln": a CUDA C LayerNorm (ln_cluster.cu, nvcc, ctypes) with a cluster of 1-8 CTAs per row that exchange
+  their partial statistics through distributed shared memory, and a 16-byte copy kernel, at 8K-64K: what the
+  hardware gives where Triton 3.6 cannot launch clusters (runs #42-#43: 76 % at best with clusters, 81 % as a
+  block per row, against the dispatcher's 92 % at 32K bf16; a cluster launch itself places CTAs slowly).
+- "lnwaves": lesson 05's dispatcher at 32K with row counts that fill whole waves of programs, next to the
+  bench's 2048 rows (run #45: no difference). ncu_layernorm.py (Nsight Compute, ncu_layernorm_H100.txt) has
+  what is lost: the SMs' busy times end about 9 us apart in a 93 us launch.
+- "lntail": the last rows of the launch split over two programs each, so that half-length programs fill that
+  drain (runs #46-#47: every split tail loses).
 Inputs, byte counts, numerical checks, timer and copy roofline are the course benchmark's (helpers.bench*);
 every timed point is the faster of two interleaved passes. Results: explore_cluster_H100.jsonl, in the
 order run. Its first run's num_ctas = 1 rows read "wrong" because that version of the script passed eps
 and N in swapped places; the last "cluster" run (after the "ln64" rerun) has them measured, and the
 num_ctas > 1 compile failures do not depend on it.
-    python benchmarks/explore/explore_cluster.py [cluster|split|ln64|lnchunk|small|hints|lnstats|lnguard|lnvariants|pipe|prefetch|peers|rmsvariants|tiles|ladder|params|rowwarps|lnwarps|lnrows|lnpersist|lnshort|lntile|rmsshort|lnregs|lnpipe|lntma|rowladder|lnnostats|lnsize|all]
+    python benchmarks/explore/explore_cluster.py [cluster|split|ln64|lnchunk|small|hints|lnstats|lnguard|lnvariants|pipe|prefetch|peers|rmsvariants|tiles|ladder|params|rowwarps|lnwarps|lnrows|lnpersist|lnshort|lntile|rmsshort|lnregs|lnpipe|lntma|rowladder|lnnostats|lnsize|cudaln|lnwaves|lntail|all]
 """
 import inspect
 import json
@@ -1749,6 +1758,240 @@ def time_ln_size(copy):
             torch.cuda.empty_cache()
 
 
+def time_ln_waves(copy):
+    """Is the 32K bf16 loss the last wave? Nsight Compute (ncu_layernorm.py, run #44) has the dispatcher's 2048
+    programs at two per SM (264 at once on the H100's 132 SMs: 7.76 rows each) with the busiest SM active 11 %
+    longer than the least busy one. Here the dispatcher at row counts that fill whole waves (M = 1848 = 7 x 264,
+    2112 = 8 x 264) or whole rows per SM (1980 = 15 x 132, 2244 = 17 x 132) and at the bench's 2048, each
+    against a copy of the same bytes timed just before; 32K fp32 (one program per SM) alongside. PASSES
+    (default 5). Run #45: no. 32K bf16 at M = 1848 / 1980 / 2048 / 2112 / 2244: 95.2 / 94.4 / 95.2 / 95.1 / 95.7
+    of the same-bytes copy; fp32 at 1980 / 2048 / 2112: 97.3 / 97.5 / 97.8. Nsight Compute at whole waves
+    (#45 in ncu_layernorm_H100.txt) has the same 17K-cycle spread between the least and the most busy SM at
+    1848, 2112, 4096 and 4224 rows: the drain is about one program's time whatever the row count, so it weighs
+    less as M grows (stage "lnsize")."""
+    from autograder.notebook import load
+    ns5, e5 = load(ROOT / "solutions" / "05_triton_layernorm.ipynb")
+    assert not e5, e5
+    passes = int(os.environ.get("PASSES", "5"))
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for N, dtype, rows in ((32768, torch.bfloat16, (7 * 2 * sms, 15 * sms, 2048, 8 * 2 * sms, 17 * sms)),
+                           (32768, torch.float32, (15 * sms, 2048, 16 * sms))):
+        for M in rows:
+            x, w, b = inputs(M, N, dtype)
+            same = hb.copy_gbs(M * N, str(dtype)[6:])
+            emit(case="lnwaves", N=N, dtype=str(dtype)[6:], M=M, copy_gbs=round(same, 1))
+            best_of_two("ln", {f"dispatch/M{M}": lambda: ns5["layernorm"](x, w, b, bench_ln.EPS)[0]}, x, w, b, same,
+                        passes=passes)
+            del x, w, b
+            torch.cuda.empty_cache()
+
+
+@triton.jit
+def _ln_tail_split_kernel(X, Y, W, B, MEAN, RSTD, PART, COUNT, stride_x, stride_y, eps, R, max_spins,
+                          N: tl.constexpr, BLOCK_N: tl.constexpr):
+    # Idea: the launch's last programs are half as long. Rows below R are one program each (lesson 05's looped
+    # kernel: Chan over chunks of BLOCK_N, then the row again from L2); each row from R on is split over two
+    # consecutive programs (N = 2 * BLOCK_N, one chunk each, held in registers) that exchange their chunk
+    # statistics through PART and the row's counter COUNT as lesson 05's split kernel does (no fallback: after
+    # max_spins the answer is wrong and the check says so). Programs start in id order, so the split rows fill
+    # the drain at the end of the launch.
+    pid = tl.program_id(0)
+    if pid < R:
+        row = pid.to(tl.int64)
+        n = 0.0
+        mean = 0.0
+        m2 = 0.0
+        for off in range(0, N, BLOCK_N):
+            cols = off + tl.arange(0, BLOCK_N)
+            x = tl.load(X + row * stride_x + cols, eviction_policy="evict_last").to(tl.float32)
+            mean_c = tl.sum(x, axis=0) / BLOCK_N
+            d = x - mean_c
+            m2_c = tl.sum(d * d, axis=0)
+            n_new = n + BLOCK_N
+            delta = mean_c - mean
+            mean = mean + delta * (BLOCK_N / n_new)
+            m2 = m2 + m2_c + delta * delta * (n * BLOCK_N / n_new)
+            n = n_new
+        rstd = tl.rsqrt(m2 / N + eps)
+        for off in range(0, N, BLOCK_N):
+            cols = off + tl.arange(0, BLOCK_N)
+            x = tl.load(X + row * stride_x + cols, eviction_policy="evict_first").to(tl.float32)
+            y = (x - mean) * rstd * tl.load(W + cols).to(tl.float32) + tl.load(B + cols).to(tl.float32)
+            tl.store(Y + row * stride_y + cols, y.to(Y.dtype.element_ty))
+        tl.store(MEAN + row, mean)
+        tl.store(RSTD + row, rstd)
+    else:
+        q = pid - R
+        row = (R + q // 2).to(tl.int64)
+        part = q % 2
+        cols = part * BLOCK_N + tl.arange(0, BLOCK_N)
+        x = tl.load(X + row * stride_x + cols).to(tl.float32)
+        mean_c = tl.sum(x, axis=0) / BLOCK_N
+        xc = x - mean_c
+        slot = PART + (row * 2 + part) * 2
+        tl.store(slot, mean_c)
+        tl.store(slot + 1, tl.sum(xc * xc, axis=0))
+        tl.debug_barrier()
+        before = tl.atomic_add(COUNT + row, 1, sem="acq_rel")
+        target = (before // 2 + 1) * 2
+        now = before + 1
+        spins = 0
+        while (now < target) & (spins < max_spins):
+            now = tl.atomic_add(COUNT + row, 0, sem="acquire")
+            spins += 1
+        k = tl.arange(0, 2)
+        means = tl.load(PART + (row * 2 + k) * 2, volatile=True)
+        m2s = tl.load(PART + (row * 2 + k) * 2 + 1, volatile=True)
+        mean = tl.sum(means, axis=0) / 2
+        d = means - mean
+        m2 = tl.sum(m2s + BLOCK_N * d * d, axis=0)
+        rstd = tl.rsqrt(m2 / N + eps)
+        y = (x - mean) * rstd * tl.load(W + cols).to(tl.float32) + tl.load(B + cols).to(tl.float32)
+        tl.store(Y + row * stride_y + cols, y.to(Y.dtype.element_ty))
+        if part == 0:
+            tl.store(MEAN + row, mean)
+            tl.store(RSTD + row, rstd)
+
+
+def time_ln_tail(copy):
+    """Half-length programs at the end of the launch (_ln_tail_split_kernel): the last T rows of a 32K 16-bit
+    LayerNorm split over two programs each, the rest whole rows as the dispatcher runs them (two chunks of 16K,
+    32 warps), T = 0 (the dispatcher's kernel written out here) to every row, next to the dispatcher; "/r32":
+    capped at 32 registers per thread (the split branch takes the kernel to 47 on sm_90, one program per SM;
+    capped, 32 with 32 bytes of stack). Run #44 (Nsight Compute) has the SMs' busy times 9 us apart at the end
+    of a 93 us launch, about one whole-row program. PASSES (default 5); TAIL_POINTS (N:dtype,...).
+    Runs #46-#47 (32K bf16, % of the fp32 copy): the split branch alone (T = 0) costs the whole rows 16 points
+    (75.7, one program per SM) or 4.6 capped (87.4 /r32, against the dispatcher's 92.0), and every split tail
+    loses more: T = 66 / 132 / 264 / 528 86.4 / 85.6 / 83.8 / 81.0 (/r32). The exchange through global memory
+    costs a split program more than the drain it fills."""
+    from autograder.notebook import load
+    ns5, e5 = load(ROOT / "solutions" / "05_triton_layernorm.ipynb")
+    assert not e5, e5
+    passes = int(os.environ.get("PASSES", "5"))
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    points = [(32768, torch.bfloat16), (32768, torch.float16), (16384, torch.bfloat16)]
+    if os.environ.get("TAIL_POINTS"):
+        points = [(int(n), getattr(torch, d)) for n, d in (p.split(":") for p in os.environ["TAIL_POINTS"].split(","))]
+    for N, dtype in points:
+        x, w, b, y, mean, rstd, runs = ln_point(N, dtype, ns5)
+        M = x.shape[0]
+        part, count = helpers_split_workspace(M, x.device)
+        block = N // 2
+        for tail in sorted({0, sms // 2, sms, 2 * sms, 4 * sms, M}):
+            for cap in (None, 32):
+                def run(tail=tail, cap=cap):
+                    _ln_tail_split_kernel[(M + tail,)](x, y, w, b, mean, rstd, part, count, x.stride(0), y.stride(0),
+                                                       bench_ln.EPS, M - tail, 1 << 20, N=N, BLOCK_N=block,
+                                                       num_warps=ns5["num_warps_for"](block, x.element_size()),
+                                                       **reg_cap(cap))
+                    return y
+                runs[f"tail/T{tail}{f'/r{cap}' if cap else ''}"] = run
+        best_of_two("ln", runs, x, w, b, copy, reset=y.zero_, passes=passes)
+        del x, w, b, y
+        torch.cuda.empty_cache()
+
+
+def helpers_split_workspace(M, device):
+    """helpers.split_workspace's (PART, COUNT) for two programs per row."""
+    from helpers.workspace import split_workspace
+    return split_workspace(M, 2, device)
+
+
+def cuda_cluster_lib():
+    """ln_cluster.cu built with nvcc for sm_90a (into a temporary folder) and loaded with ctypes."""
+    import ctypes
+    import subprocess
+    import tempfile
+    so = Path(tempfile.mkdtemp()) / "ln_cluster.so"
+    subprocess.run(["nvcc", "-O3", "-std=c++17", "-arch=sm_90a", "-shared", "-Xcompiler", "-fPIC", "-o", str(so),
+                    str(Path(__file__).with_name("ln_cluster.cu"))], check=True)
+    lib = ctypes.CDLL(str(so))
+    i, p, i64 = ctypes.c_int, ctypes.c_void_p, ctypes.c_int64
+    lib.ln_cluster.argtypes = [i] * 5 + [p] * 6 + [i64] * 4 + [ctypes.c_float, p]
+    lib.ln_cluster_registers.argtypes = [i] * 4
+    lib.copy16.argtypes = [p, p, i64, i, p]
+    return lib
+
+
+CUDA_DTYPES = {torch.float32: 0, torch.bfloat16: 1}
+CUDA_CS, CUDA_WB_EARLY, CUDA_PLAIN = 1, 2, 4   # ln_cluster's flags
+CUDA_FLAGS = (0, CUDA_CS, CUDA_CS | CUDA_WB_EARLY)
+CUDA_SHAPES = [(128, 4), (128, 8), (256, 2), (256, 4), (256, 8), (512, 2), (512, 4), (1024, 2), (1024, 4)]
+
+
+def time_cuda_cluster(copy):
+    """What does the hardware give a LayerNorm at the bench's long rows when nothing of Triton stands in the way?
+    ln_cluster.cu: a cluster of C CTAs per row (C = 1: a block per row) holding the row in registers, 16-byte
+    loads, the two-pass statistics exchanged through distributed shared memory; every (C, threads, items) that
+    tiles the row exactly, with and without streaming hints ("/cs"), with weight and bias loaded before the
+    statistics ("/wb-early"), and for C = 1 also launched without the cluster attribute ("/plain"), next to the
+    lesson's dispatcher and torch.compile. Each point also times a copy of the same bytes by torch and by the file's 16-byte copy kernel
+    (a "case" row, GB/s). PASSES (default 3); CUDA_POINTS (N:dtype,...) replaces the points; CUDA_ONLY keeps
+    the configurations whose name contains it.
+    Runs #42-#43 (H100, % of the fp32 copy): no configuration comes near the Triton dispatcher. At 32K bf16 the best
+    cluster (C = 4, 128 threads, 8 vectors each, /cs) 75.8 and the best block per row (/plain) 81.2, against
+    92.2; at 8K bf16 92.7 against 97.2; at 32K fp32 84.0 against 97.6. The cluster attribute alone costs a
+    C = 1 launch 17 points at 32K bf16 (63.8 against 81.2 /plain) and 10 at 8K (83.2 against 92.7): on this
+    GPU a cluster launch places CTAs more slowly. The 16-byte copy kernel: 2793-2811 GB/s where torch's copy of
+    the same bytes has 2853-2867."""
+    from autograder.notebook import load
+    ns5, e5 = load(ROOT / "solutions" / "05_triton_layernorm.ipynb")
+    assert not e5, e5
+    lib = cuda_cluster_lib()
+    torch._dynamo.config.cache_size_limit = 64
+    passes = int(os.environ.get("PASSES", "3"))
+    points = [(32768, torch.bfloat16), (16384, torch.bfloat16), (65536, torch.bfloat16), (32768, torch.float32),
+              (8192, torch.bfloat16)]
+    if os.environ.get("CUDA_POINTS"):
+        points = [(int(n), getattr(torch, d)) for n, d in (p.split(":") for p in os.environ["CUDA_POINTS"].split(","))]
+    for N, dtype in points:
+        x, w, b, y, mean, rstd, runs = ln_point(N, dtype, ns5)
+        M, code, E = x.shape[0], CUDA_DTYPES[dtype], 16 // x.element_size()
+        src = x.view(-1)
+        dst = torch.empty_like(src)
+        same = hb.copy_gbs(M * N, str(dtype)[6:])
+        ms = min(hb.time_ms(lambda it=it: lib.copy16(src.data_ptr(), dst.data_ptr(), src.numel() * src.element_size(),
+                                                      it, ctypes_stream())) for it in (1, 2, 4, 8))
+        assert torch.equal(dst, src)
+        emit(case="cudaln", N=N, dtype=str(dtype)[6:], M=M, copy_gbs=round(same, 1),
+             copy16_gbs=round(2 * src.numel() * src.element_size() / ms * 1e-6, 1))
+        for C in (1, 2, 4, 8):
+            for threads, items in CUDA_SHAPES:
+                if C * threads * items * E != N:
+                    continue
+                for flags in CUDA_FLAGS + ((CUDA_PLAIN | CUDA_CS, CUDA_PLAIN | CUDA_CS | CUDA_WB_EARLY) if C == 1 else ()):
+                    name = (f"cuda/c{C}/t{threads}/i{items}{'/cs' if flags & CUDA_CS else ''}"
+                            f"{'/wb-early' if flags & CUDA_WB_EARLY else ''}{'/plain' if flags & CUDA_PLAIN else ''}")
+                    if os.environ.get("CUDA_ONLY") and os.environ["CUDA_ONLY"] not in name:
+                        continue
+
+                    def run(C=C, threads=threads, items=items, flags=flags):
+                        err = lib.ln_cluster(code, C, threads, items, flags, x.data_ptr(), y.data_ptr(), w.data_ptr(),
+                                             b.data_ptr(), mean.data_ptr(), rstd.data_ptr(), M, N, N, N,
+                                             bench_ln.EPS, ctypes_stream())
+                        if err:
+                            raise RuntimeError(f"ln_cluster returned {err}")
+                        return y
+                    run()
+                    torch.cuda.synchronize()
+                    ref_mean = x.float().mean(-1)
+                    ref_rstd = torch.rsqrt(x.float().var(-1, unbiased=False) + bench_ln.EPS)
+                    if not (torch.allclose(mean, ref_mean, atol=1e-4, rtol=1e-4)
+                            and torch.allclose(rstd, ref_rstd, atol=1e-3, rtol=1e-3)):
+                        emit(impl=name, N=N, wrong="mean or rstd")
+                        continue
+                    runs[name] = run
+                    emit(kernel=name, N=N, dtype=str(dtype)[6:], regs=lib.ln_cluster_registers(code, threads, items, flags))
+        best_of_two("ln", runs, x, w, b, copy, reset=y.zero_, passes=passes)
+        del x, w, b, y, src, dst
+        torch.cuda.empty_cache()
+
+
+def ctypes_stream():
+    """The current CUDA stream as the integer handle a ctypes call takes."""
+    return torch.cuda.current_stream().cuda_stream
+
+
 def main():
     stages = {"cluster": time_cluster, "split": time_split, "ln64": time_ln_one_chunk,
               "lnchunk": time_ln_chunks, "small": time_small, "hints": time_hints,
@@ -1762,7 +2005,8 @@ def main():
               "lntile": time_ln_tile, "rmsshort": time_rms_short, "lnregs": time_ln_regs,
               "lnpipe": time_ln_pipe, "lntma": time_ln_tma,
               "rowladder": time_row_ladder, "lnnostats": time_ln_no_stats,
-              "lnsize": time_ln_size}
+              "lnsize": time_ln_size, "cudaln": time_cuda_cluster,
+              "lnwaves": time_ln_waves, "lntail": time_ln_tail}
     stage = sys.argv[1] if len(sys.argv) > 1 else "all"
     if stage != "all" and stage not in stages:
         raise SystemExit(f"unknown stage {stage!r}: one of {', '.join(stages)} or all")
