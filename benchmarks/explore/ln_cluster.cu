@@ -174,7 +174,7 @@ static int registers() {
     return cudaFuncGetAttributes(&a, ln_cluster_kernel<T, THREADS, ITEMS, HINTS, WB_EARLY>) == cudaSuccess ? a.numRegs : -1;
 }
 
-// One switch over the instantiated configurations: dtype 0 = fp32, 1 = bf16, 2 = fp16; flags: 1 = streaming
+// One switch over the instantiated configurations: dtype 0 = fp32, 1 = bf16 (run #42 had 2 = fp16); flags: 1 = streaming
 // hints, 2 = weight and bias loaded before the statistics, 4 = an ordinary launch (cluster must be 1).
 #define LN_CASES(T, CODE)                                                                                        \
     LN_CASE(T, CODE, 128, 4) LN_CASE(T, CODE, 128, 8) LN_CASE(T, CODE, 256, 2) LN_CASE(T, CODE, 256, 4)         \
