@@ -1,0 +1,97 @@
+"""The instructor's nbgrader path, end to end, on lesson 04 (on a CPU grader Triton runs in its interpreter):
+`nbgrader generate_assignment` from solutions/ with the course's nbgrader_config.py, `nbgrader autograde` of
+three submissions, then `nbgrader generate_feedback`:
+- the released notebook is the committed student copy (notebooks/);
+- the solution scores every grade cell's points;
+- the released student copy scores zero on every cell, and autograding it does not fail;
+- the solution with one mutant in exercise `rmsnorm_fwd` loses points there and keeps the other cells';
+- the feedback shows check()'s score table (case names and messages) and nothing of the hidden cases' code.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from autograder import get
+from conftest import ROOT, SOLUTION_04, write_variant
+from mutants_04 import MUTANTS
+
+pytest.importorskip("nbgrader")
+pytest.importorskip("ipykernel")
+
+ASSIGNMENT = "ps04"
+NOTEBOOK = SOLUTION_04.name
+
+
+def nbgrader(course, *args):
+    env = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
+    proc = subprocess.run([sys.executable, "-m", "nbgrader", *args, "--force"], cwd=course, env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def grade_cells(course, student):
+    """{grade cell name: (score, max score)} of one student's submission, from nbgrader's gradebook."""
+    from nbgrader.api import Gradebook
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        notebook = gb.find_submission(ASSIGNMENT, student).notebooks[0]
+        return {g.name: (g.score, g.max_score) for g in notebook.grades}
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    course = tmp_path_factory.mktemp("course")
+    (course / "source" / ASSIGNMENT).mkdir(parents=True)
+    shutil.copy(SOLUTION_04, course / "source" / ASSIGNMENT / NOTEBOOK)
+    config = (ROOT / "nbgrader_config.py").read_text()
+    (course / "nbgrader_config.py").write_text(config + f'\nc.CourseDirectory.course_id = "normkernels"\n'
+                                               f'c.CourseDirectory.root = {str(course)!r}\n')
+    nbgrader(course, "generate_assignment", ASSIGNMENT)
+    released = course / "release" / ASSIGNMENT / NOTEBOOK
+    eps_mutant = next(edits for ex, name, edits, _ in MUTANTS if (ex, name) == ("rmsnorm_fwd", "eps outside the sqrt"))
+    submissions = {"solution": SOLUTION_04, "stub": released,
+                   "mutant": write_variant(course, eps_mutant, name="mutant.ipynb")}
+    for student, path in submissions.items():
+        (course / "submitted" / student / ASSIGNMENT).mkdir(parents=True)
+        shutil.copy(path, course / "submitted" / student / ASSIGNMENT / NOTEBOOK)
+    nbgrader(course, "autograde", ASSIGNMENT)
+    nbgrader(course, "generate_feedback", ASSIGNMENT)
+    return course
+
+
+def test_released_copy_is_the_student_notebook(course):
+    # nbgrader's own command with the course's config gives what `make notebooks` committed
+    def sources(path):
+        return ["".join(c["source"]) for c in json.loads(path.read_text())["cells"]]
+    released = sources(course / "release" / ASSIGNMENT / NOTEBOOK)
+    assert released == sources(ROOT / "notebooks" / NOTEBOOK)
+    assert not any("### BEGIN SOLUTION" in s for s in released)
+
+
+def test_solution_scores_every_point(course):
+    cells = grade_cells(course, "solution")
+    assert cells == {f"check_{ex}": (float(get(ex).points),) * 2
+                     for ex in ("rmsnorm_fwd", "rmsnorm_fwd_rows", "rmsnorm_fwd_looped")}
+
+
+def test_released_stub_scores_zero(course):
+    cells = grade_cells(course, "stub")
+    assert cells and all(score == 0 and possible > 0 for score, possible in cells.values()), cells
+
+
+def test_a_mutant_loses_only_its_exercise(course):
+    cells = grade_cells(course, "mutant")
+    score, possible = cells.pop("check_rmsnorm_fwd")
+    assert 0 <= score < possible
+    assert all(score == possible for score, possible in cells.values()), cells
+
+
+def test_feedback_shows_the_table_not_the_cases(course):
+    html = (course / "feedback" / "mutant" / ASSIGNMENT / NOTEBOOK.replace(".ipynb", ".html")).read_text()
+    failing = [c.name for c in get("rmsnorm_fwd").cases]
+    assert failing[0] in html and "FAIL" in html and "constant factor" in html
+    assert "Spec(" not in html and "make_inputs" not in html
