@@ -68,12 +68,14 @@ Stages:
 - "lnpair": long 16-bit rows with one statistics reduction before y (ln_pair.py: shifted sums, the stored
   statistics summed again exactly during the second read). Run #49: 94.2 % at 32K bf16 without the guard or the
   re-sum, but the stored mean misses its tolerance on |x|~300 rows in every form; with the re-sum, 88 %.
+- "lnstatic": a persistent grid where every program has the same number of rows (ln_static.py), at row
+  counts that divide evenly: does a static schedule end without the drain? (Run #50: it loses 5-8 points.)
 Inputs, byte counts, numerical checks, timer and copy roofline are the course benchmark's (helpers.bench*);
 every timed point is the faster of two interleaved passes. Results: explore_cluster_H100.jsonl, in the
 order run. Its first run's num_ctas = 1 rows read "wrong" because that version of the script passed eps
 and N in swapped places; the last "cluster" run (after the "ln64" rerun) has them measured, and the
 num_ctas > 1 compile failures do not depend on it.
-    python benchmarks/explore/explore_cluster.py [cluster|split|ln64|lnchunk|small|hints|lnstats|lnguard|lnvariants|pipe|prefetch|peers|rmsvariants|tiles|ladder|params|rowwarps|lnwarps|lnrows|lnpersist|lnshort|lntile|rmsshort|lnregs|lnpipe|lntma|rowladder|lnnostats|lnsize|cudaln|lnwaves|lntail|lnstreams|lnpair|all]
+    python benchmarks/explore/explore_cluster.py [cluster|split|ln64|lnchunk|small|hints|lnstats|lnguard|lnvariants|pipe|prefetch|peers|rmsvariants|tiles|ladder|params|rowwarps|lnwarps|lnrows|lnpersist|lnshort|lntile|rmsshort|lnregs|lnpipe|lntma|rowladder|lnnostats|lnsize|cudaln|lnwaves|lntail|lnstreams|lnpair|lnstatic|all]
 """
 import inspect
 import json
@@ -2042,6 +2044,46 @@ def time_ln_pair(copy):
         torch.cuda.empty_cache()
 
 
+def time_ln_static(copy):
+    """Is the drain a matter of scheduling? ln_static.py: a persistent grid of P programs, each with exactly
+    M / P rows (contiguous, or interleaved "/il"), at row counts that divide evenly: P = 2 x SMs capped at 32
+    registers ("/r32", two programs per SM) or P = SMs (one per SM), next to the dispatcher at the same M. The %
+    is of a copy of the same bytes timed before each point (as stage "lnwaves"). If the SMs stream at one speed
+    the static grid ends without a drain. PASSES (default 5); STATIC_POINTS (N:dtype:M,...).
+    Run #50 (H100, % of the same-bytes copy): far from it. 32K bf16 at M = 2112 / 1848: the dispatcher 95.0 / 95.1,
+    the best static grid (264 interleaved programs, /r32) 87.4 / 87.7, the others 77-79; 32K fp32 at 2112: 98.7
+    against 89.5 (/r32 spills: 24); 16K bf16 at 4224: 99.2 against 93.7. Launching a program per row (the
+    hardware places each on the first free slot) is worth 5-8 points over any fixed assignment here, so a
+    Stream-K split (equal shares of M x N per program) starts that far behind."""
+    from autograder.notebook import load
+    from ln_static import ln_static
+    ns5, e5 = load(ROOT / "solutions" / "05_triton_layernorm.ipynb")
+    assert not e5, e5
+    passes = int(os.environ.get("PASSES", "5"))
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    default = [(32768, torch.bfloat16, 16 * sms), (32768, torch.bfloat16, 14 * sms), (32768, torch.float32, 16 * sms),
+               (16384, torch.bfloat16, 32 * sms)]
+    points = ([(int(n), getattr(torch, d), int(m)) for n, d, m in (p.split(":") for p in os.environ["STATIC_POINTS"].split(","))]
+              if os.environ.get("STATIC_POINTS") else default)
+    for N, dtype, M in points:
+        x, w, b = inputs(M, N, dtype)
+        y = torch.empty_like(x)
+        mean, rstd = torch.empty(M, device="cuda"), torch.empty(M, device="cuda")
+        same = hb.copy_gbs(M * N, str(dtype)[6:])
+        emit(case="lnstatic", N=N, dtype=str(dtype)[6:], M=M, copy_gbs=round(same, 1))
+        elt = x.element_size()
+        block = triton.next_power_of_2(N) // (2 if elt == 2 and N * elt > 32768 else 1)   # the dispatcher's chunk
+        runs = {"dispatch": lambda: ns5["layernorm"](x, w, b, bench_ln.EPS)[0]}
+        for programs, cap in ((2 * sms, 32), (sms, None)):
+            for il in (False, True):
+                runs[f"static/P{programs}{'/il' if il else ''}{f'/r{cap}' if cap else ''}"] = (
+                    lambda programs=programs, cap=cap, il=il:
+                    ln_static(x, w, b, y, mean, rstd, bench_ln.EPS, programs, block, 32, interleave=il, maxnreg=cap))
+        best_of_two("ln", runs, x, w, b, same, reset=y.zero_, passes=passes)
+        del x, w, b, y
+        torch.cuda.empty_cache()
+
+
 def cuda_cluster_lib():
     """ln_cluster.cu built with nvcc for sm_90a (into a temporary folder) and loaded with ctypes."""
     import ctypes
@@ -2148,7 +2190,8 @@ def main():
               "rowladder": time_row_ladder, "lnnostats": time_ln_no_stats,
               "lnsize": time_ln_size, "cudaln": time_cuda_cluster,
               "lnwaves": time_ln_waves, "lntail": time_ln_tail,
-              "lnstreams": time_ln_streams, "lnpair": time_ln_pair}
+              "lnstreams": time_ln_streams, "lnpair": time_ln_pair,
+              "lnstatic": time_ln_static}
     stage = sys.argv[1] if len(sys.argv) > 1 else "all"
     if stage != "all" and stage not in stages:
         raise SystemExit(f"unknown stage {stage!r}: one of {', '.join(stages)} or all")
