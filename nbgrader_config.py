@@ -1,6 +1,7 @@
 """nbgrader configuration for instructors (nbgrader generate_assignment / autograde / generate_feedback).
 
-- Solution regions become a `pass` stub (valid inside @triton.jit, unlike `raise NotImplementedError()`).
+- Solution regions become a `pass` stub (valid inside @triton.jit, unlike `raise NotImplementedError()`), and
+  `// YOUR CODE HERE` inside CUDA C strings: the releases equal the student copies in notebooks/.
 - Timeouts fit Triton's CPU interpreter.
 - On a grader without a GPU, TRITON_INTERPRET=1 is set here so the kernels that nbgrader starts
   inherit it (helpers also sets it on import).
@@ -10,9 +11,14 @@
 import os
 import shutil
 
-c = get_config()  # noqa: F821 (provided by nbgrader)
+from nbgrader.converters import GenerateAssignment
 
-c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\npass"}
+from autograder.stubs import STUB, with_c_stubs   # the course package; `make notebooks` uses the same stubs
+
+c = get_config()  # noqa: F821 (provided by nbgrader)
+c.ClearSolutions.code_stub = {"python": STUB}
+# CUDA C strings (lesson 03) get the stub as a C comment, as in notebooks/
+c.GenerateAssignment.preprocessors = with_c_stubs(GenerateAssignment.class_traits()["preprocessors"].default())
 c.ExecutePreprocessor.timeout = 600
 c.Execute.timeout = 600
 c.Execute.interrupt_on_timeout = True

@@ -124,9 +124,7 @@ def test_ladder_benchmark_tells_kernels_apart_by_signature():
 
 
 def test_make_notebooks_turns_stubs_inside_cuda_strings_into_c_comments():
-    import sys
-    sys.path.insert(0, str(ROOT / "tools"))
-    from make_notebooks import c_stubs
+    from autograder.stubs import c_stubs
 
     src = 'S = r"""\nvoid f() {\n    # YOUR CODE HERE\n    pass\n}\n"""\ndef g():\n    # YOUR CODE HERE\n    pass\n'
     assert c_stubs(src) == 'S = r"""\nvoid f() {\n    // YOUR CODE HERE\n}\n"""\ndef g():\n    # YOUR CODE HERE\n    pass\n'

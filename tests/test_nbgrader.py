@@ -1,7 +1,7 @@
-"""The instructor's nbgrader path, end to end, on lesson 04 (on a CPU grader Triton runs in its interpreter):
-`nbgrader generate_assignment` from solutions/ with the course's nbgrader_config.py, `nbgrader autograde` of
-three submissions, then `nbgrader generate_feedback`:
-- the released notebook is the committed student copy (notebooks/);
+"""The instructor's nbgrader path, end to end (on a CPU grader Triton runs in its interpreter):
+`nbgrader generate_assignment` of every lesson from solutions/ with the course's nbgrader_config.py, then for
+lesson 04 `nbgrader autograde` of three submissions and `nbgrader generate_feedback`:
+- every released notebook is the committed student copy in notebooks/ (lesson 03's CUDA C stubs included);
 - the solution scores every grade cell's points;
 - the released student copy scores zero on every cell, and autograding it does not fail;
 - the solution with one mutant in exercise `rmsnorm_fwd` loses points there and keeps the other cells';
@@ -24,6 +24,7 @@ pytest.importorskip("ipykernel")
 
 ASSIGNMENT = "ps04"
 NOTEBOOK = SOLUTION_04.name
+LESSONS = sorted(p.name for p in (ROOT / "solutions").glob("*.ipynb"))
 
 
 def nbgrader(course, *args):
@@ -45,12 +46,13 @@ def grade_cells(course, student):
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
     course = tmp_path_factory.mktemp("course")
-    (course / "source" / ASSIGNMENT).mkdir(parents=True)
-    shutil.copy(SOLUTION_04, course / "source" / ASSIGNMENT / NOTEBOOK)
     config = (ROOT / "nbgrader_config.py").read_text()
     (course / "nbgrader_config.py").write_text(config + f'\nc.CourseDirectory.course_id = "normkernels"\n'
                                                f'c.CourseDirectory.root = {str(course)!r}\n')
-    nbgrader(course, "generate_assignment", ASSIGNMENT)
+    for lesson in LESSONS:   # assignment "ps03" holds 03_pycuda_layernorm.ipynb, and so on
+        (course / "source" / f"ps{lesson[:2]}").mkdir(parents=True)
+        shutil.copy(ROOT / "solutions" / lesson, course / "source" / f"ps{lesson[:2]}" / lesson)
+        nbgrader(course, "generate_assignment", f"ps{lesson[:2]}")
     released = course / "release" / ASSIGNMENT / NOTEBOOK
     eps_mutant = next(edits for ex, name, edits, _ in MUTANTS if (ex, name) == ("rmsnorm_fwd", "eps outside the sqrt"))
     submissions = {"solution": SOLUTION_04, "stub": released,
@@ -63,12 +65,13 @@ def course(tmp_path_factory):
     return course
 
 
-def test_released_copy_is_the_student_notebook(course):
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_released_copy_is_the_student_notebook(course, lesson):
     # nbgrader's own command with the course's config gives what `make notebooks` committed
     def sources(path):
         return ["".join(c["source"]) for c in json.loads(path.read_text())["cells"]]
-    released = sources(course / "release" / ASSIGNMENT / NOTEBOOK)
-    assert released == sources(ROOT / "notebooks" / NOTEBOOK)
+    released = sources(course / "release" / f"ps{lesson[:2]}" / lesson)
+    assert released == sources(ROOT / "notebooks" / lesson)
     assert not any("### BEGIN SOLUTION" in s for s in released)
 
 

@@ -14,38 +14,12 @@ from pathlib import Path
 
 import nbformat
 from nbgrader.preprocessors import (CheckCellMetadata, ClearHiddenTests, ClearMarkScheme, ClearOutput,
-                                    ClearSolutions, ComputeChecksums, LockCells, NbGraderPreprocessor)
+                                    ClearSolutions, ComputeChecksums, LockCells)
 from traitlets.config import Config
 
 ROOT = Path(__file__).resolve().parent.parent
-STUB = "# YOUR CODE HERE\npass"
-C_STUB = "// YOUR CODE HERE"
-
-
-def c_stubs(source: str) -> str:
-    """Inside triple-quoted strings (CUDA C), turn nbgrader's Python stub lines into one C comment."""
-    out, in_string = [], False
-    lines = source.split("\n")
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if (in_string and line.strip() == STUB.split("\n")[0] and i + 1 < len(lines)
-                and lines[i + 1].strip() == "pass"):
-            out.append(line[:len(line) - len(line.lstrip())] + C_STUB)
-            i += 2
-            continue
-        out.append(line)
-        if line.count('"""') % 2 == 1:
-            in_string = not in_string
-        i += 1
-    return "\n".join(out)
-
-
-class CStubs(NbGraderPreprocessor):
-    def preprocess_cell(self, cell, resources, index):
-        if cell.cell_type == "code":
-            cell.source = c_stubs(cell.source)
-        return cell, resources
+sys.path.insert(0, str(ROOT))
+from autograder.stubs import STUB, with_c_stubs  # noqa: E402  (the stubs nbgrader_config.py uses too)
 
 
 def student_copy(src: Path) -> str:
@@ -53,8 +27,8 @@ def student_copy(src: Path) -> str:
     cfg = Config()
     cfg.ClearSolutions.code_stub = {"python": STUB}
     resources = {}
-    for pp in (LockCells, ClearSolutions, CStubs, ClearOutput, ClearHiddenTests, ClearMarkScheme, CheckCellMetadata,
-               ComputeChecksums):
+    for pp in with_c_stubs([LockCells, ClearSolutions, ClearOutput, ClearHiddenTests, ClearMarkScheme,
+                            CheckCellMetadata, ComputeChecksums]):
         nb, resources = pp(config=cfg).preprocess(nb, resources)
     for cell in nb.cells:
         cell.pop("id", None)
