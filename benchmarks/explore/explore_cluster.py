@@ -2016,7 +2016,7 @@ def time_ln_pair(copy):
     Run #49 (H100, % of the fp32 copy): at 32K bf16 / fp16 the plain pair with 32 warps 94.2 / 95.3 and with the
     guard 93.0 / 94.7, against the dispatcher's 92.0 / 92.8; the exact re-sum during the second read costs 5-6
     points (88.2-88.3 bf16). None of them keeps the stored mean within its tolerance on |x|~300 rows (errors
-    1e-5-5e-5 where the tolerance is about 1e-6; the dispatcher passes): the shifted sum t1 = sum(x - k) carries
+    8e-6 to 5e-5 where the tolerance is about 1e-6; the dispatcher passes): the shifted sum t1 = sum(x - k) carries
     N (mean - k), a large number whose rounding lands in k + t1/N, and the re-sum of x - mean rounds every x the
     same way within a binade (mean is a full-precision float32). Without the guard, rows starting with an outlier
     fail y. At 16K bf16 the pair ties the dispatcher (96.1 against 96.3); at 64K bf16 (one 128 KB chunk) the guarded pair with
