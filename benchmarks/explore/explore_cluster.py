@@ -116,12 +116,16 @@ def compiled(jit_fn):
         yield from caches[0].items()
 
 
-def env_points(var, default):
+def env_points(var, default, rows=False):
     """The (N, dtype) points of a stage: the environment variable var as "N:dtype,..." (e.g. 32768:bfloat16),
-    or default."""
+    or default. rows=True: (N, dtype, M) points from "N:dtype:M,...", M defaulting to the bench's 64 Mi / N."""
     if not os.environ.get(var):
         return default
-    return [(int(n), getattr(torch, d)) for n, d in (p.split(":") for p in os.environ[var].split(","))]
+    points = []
+    for n, d, *m in (p.split(":") for p in os.environ[var].split(",")):
+        point = (int(n), getattr(torch, d))
+        points.append((*point, int(m[0]) if m else TOTAL // int(n)) if rows else point)
+    return points
 
 
 def inputs(M, N, dtype):
@@ -2049,7 +2053,7 @@ def time_ln_static(copy):
     M / P rows (contiguous, or interleaved "/il"), at row counts that divide evenly: P = 2 x SMs capped at 32
     registers ("/r32", two programs per SM) or P = SMs (one per SM), next to the dispatcher at the same M. The %
     is of a copy of the same bytes timed before each point (as stage "lnwaves"). If the SMs stream at one speed
-    the static grid ends without a drain. PASSES (default 5); STATIC_POINTS (N:dtype:M,...).
+    the static grid ends without a drain. PASSES (default 5); STATIC_POINTS (N:dtype:M,...; M must divide by P).
     Run #50 (H100, % of the same-bytes copy): far from it. 32K bf16 at M = 2112 / 1848: the dispatcher 95.0 / 95.1,
     the best static grid (264 interleaved programs, /r32) 87.4 / 87.7, the others 77-79; 32K fp32 at 2112: 98.7
     against 89.5 (/r32 spills: 24); 16K bf16 at 4224: 99.2 against 93.7. Launching a program per row (the
@@ -2061,11 +2065,9 @@ def time_ln_static(copy):
     assert not e5, e5
     passes = int(os.environ.get("PASSES", "5"))
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    default = [(32768, torch.bfloat16, 16 * sms), (32768, torch.bfloat16, 14 * sms), (32768, torch.float32, 16 * sms),
-               (16384, torch.bfloat16, 32 * sms)]
-    points = ([(int(n), getattr(torch, d), int(m)) for n, d, m in (p.split(":") for p in os.environ["STATIC_POINTS"].split(","))]
-              if os.environ.get("STATIC_POINTS") else default)
-    for N, dtype, M in points:
+    for N, dtype, M in env_points("STATIC_POINTS", [(32768, torch.bfloat16, 16 * sms), (32768, torch.bfloat16, 14 * sms),
+                                                    (32768, torch.float32, 16 * sms), (16384, torch.bfloat16, 32 * sms)],
+                                  rows=True):
         x, w, b = inputs(M, N, dtype)
         y = torch.empty_like(x)
         mean, rstd = torch.empty(M, device="cuda"), torch.empty(M, device="cuda")

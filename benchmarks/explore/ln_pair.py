@@ -23,6 +23,16 @@ import triton.language as tl
 
 
 @triton.jit
+def _sums_around(x, mask, k, N: tl.constexpr):
+    # mean and M2 of the row from the sums of d = x - k and d^2 (exact algebra; M2 = s2 - s1^2/N loses about
+    # log2(s2 / M2) bits), and s2 for the guard
+    d = tl.where(mask, x - k, 0.0)
+    s1 = tl.sum(d, axis=0)
+    s2 = tl.sum(d * d, axis=0)
+    return k + s1 / N, s2 - s1 * (s1 / N), s2
+
+
+@triton.jit
 def _ln_pair_kernel(X, Y, W, B, MEAN, RSTD, stride_x, stride_y, eps, N: tl.constexpr, BLOCK_N: tl.constexpr,
                     GUARD: tl.constexpr, REFINE: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
@@ -30,32 +40,20 @@ def _ln_pair_kernel(X, Y, W, B, MEAN, RSTD, stride_x, stride_y, eps, N: tl.const
     y_row = Y + row * stride_y
     cols = tl.arange(0, BLOCK_N)
     mask = cols < N
-    k = tl.load(x_row).to(tl.float32)
     x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
-    d = tl.where(mask, x - k, 0.0)
-    t1 = tl.sum(d, axis=0)
-    t2 = tl.sum(d * d, axis=0)
-    mean = k + t1 / N
-    m2 = t2 - t1 * (t1 / N)
+    mean, m2, s2 = _sums_around(x, mask, tl.load(x_row).to(tl.float32), N)   # shift k = x[0]
     if GUARD:
-        if m2 * 16.0 < t2:   # the shift was far from the mean: sum again around the mean (x from L2)
+        if m2 * 16.0 < s2:   # the shift was far from the mean: sum again around the mean (x from L2)
             x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
-            d = tl.where(mask, x - mean, 0.0)
-            t1 = tl.sum(d, axis=0)
-            t2 = tl.sum(d * d, axis=0)
-            mean = mean + t1 / N
-            m2 = t2 - t1 * (t1 / N)
+            mean, m2, s2 = _sums_around(x, mask, mean, N)
     rstd = tl.rsqrt(tl.maximum(m2, 0.0) / N + eps)
     x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
-    xc = tl.where(mask, x - mean, 0.0)
     w = tl.load(W + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
     b = tl.load(B + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
-    tl.store(y_row + cols, (xc * rstd * w + b).to(Y.dtype.element_ty), mask=mask)
-    if REFINE:
-        u1 = tl.sum(xc, axis=0)
-        u2 = tl.sum(xc * xc, axis=0)
-        rstd = tl.rsqrt(tl.maximum(u2 - u1 * (u1 / N), 0.0) / N + eps)
-        mean = mean + u1 / N
+    tl.store(y_row + cols, (tl.where(mask, x - mean, 0.0) * rstd * w + b).to(Y.dtype.element_ty), mask=mask)
+    if REFINE:   # the stored statistics: summed again around the mean, from the x just re-read
+        mean, m2, s2 = _sums_around(x, mask, mean, N)
+        rstd = tl.rsqrt(tl.maximum(m2, 0.0) / N + eps)
     tl.store(MEAN + row, mean)
     tl.store(RSTD + row, rstd)
 
