@@ -14,6 +14,18 @@ from explore_layernorm import _row_stats
 
 
 @triton.jit
+def _normalise_row(x_row, y_row, W, B, mean, rstd, N: tl.constexpr, BLOCK_N: tl.constexpr):
+    # the second pass: y = (x - mean) * rstd * w + b in chunks of BLOCK_N, x read again (from L2, evict_first)
+    for off in range(0, N, BLOCK_N):
+        cols = off + tl.arange(0, BLOCK_N)
+        mask = cols < N
+        x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+        w = tl.load(W + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        b = tl.load(B + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        tl.store(y_row + cols, ((x - mean) * rstd * w + b).to(y_row.dtype.element_ty), mask=mask)
+
+
+@triton.jit
 def _ln_static_kernel(X, Y, W, B, MEAN, RSTD, R, P, stride_x, stride_y, eps, N: tl.constexpr,
                       BLOCK_N: tl.constexpr, INTERLEAVE: tl.constexpr):
     pid = tl.program_id(0)
@@ -26,13 +38,7 @@ def _ln_static_kernel(X, Y, W, B, MEAN, RSTD, R, P, stride_x, stride_y, eps, N: 
         y_row = Y + row * stride_y
         mean, m2 = _row_stats(x_row, N, BLOCK_N)
         rstd = tl.rsqrt(m2 / N + eps)
-        for off in range(0, N, BLOCK_N):
-            cols = off + tl.arange(0, BLOCK_N)
-            mask = cols < N
-            x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
-            w = tl.load(W + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
-            b = tl.load(B + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
-            tl.store(y_row + cols, ((x - mean) * rstd * w + b).to(Y.dtype.element_ty), mask=mask)
+        _normalise_row(x_row, y_row, W, B, mean, rstd, N, BLOCK_N)
         tl.store(MEAN + row, mean)
         tl.store(RSTD + row, rstd)
 
