@@ -71,8 +71,9 @@ Stages:
 - "lnstatic": a persistent grid where every program has the same number of rows (ln_static.py), at row
   counts that divide evenly: does a static schedule end without the drain? (Run #50: it loses 5-8 points.)
 - "lngroups": long rows with one Chan-merge reduction of per-thread group statistics (ln_groups.py), which
-  keeps two-pass accuracy, y in pieces so that the program stays at 32 registers (runs #51-#52: correct on
-  every kind of row, no faster than the dispatcher: 91.6-92.0 % against 92.0-92.3 at 32K bf16).
+  keeps two-pass accuracy, y in pieces so that the program stays at 32 registers (runs #51-#56: correct on
+  every kind of row; 92.3-92.8 % at 32K bf16 with the next piece of y loaded ahead, against the dispatcher's
+  92.1-92.3; the same kernel without reading the bias reaches 95.3, without weight and bias 96.2).
 Inputs, byte counts, numerical checks, timer and copy roofline are the course benchmark's (helpers.bench*);
 every timed point is the faster of two interleaved passes. Results: explore_cluster_H100.jsonl, in the
 order run. Its first run's num_ctas = 1 rows read "wrong" because that version of the script passed eps
@@ -2088,34 +2089,73 @@ def time_ln_groups(copy):
     (M2, around the first group's mean), the mean is the plain sum of x ("/two": a tl.sum beside the tuple
     reduce; "/one": the sum carried in the tuple, which the CPU interpreter adds sequentially and so misses y's
     tolerance at mean 1e4 there), y in P pieces; next to the dispatcher and torch.compile, after the numerics
-    on the rows that broke the shifted sums. PASSES (default 5); GROUPS_POINTS (N:dtype,...).
-    Runs #51-#52 (H100, % of the fp32 copy): every form passes the numerics and none beats the dispatcher: 32K
-    bf16 91.6-92.0 against 92.0-92.3 (ln_pair's plain pair 94.5 in #52), 32K fp16 and 16K bf16 ties, 64K bf16
-    85.5 against 85.8, 8K bf16 96.4 against 97.1, fp32 1-4 points behind."""
+    on the rows that broke the shifted sums; "/a": y's pieces loaded one piece ahead. PASSES (default 5);
+    GROUPS_POINTS (N:dtype,...); GROUPS_AHEAD ("0,1": both; "1": only /a); GROUPS_PROBE=1: also w = 1 and b = 0,
+    loaded or not ("probe/b", "probe/wb"), to see what their reads from L2 cost; GROUPS_CACHE=1: "/x.cg" x's loads
+    in L2 only, "/wb.ca" weight and bias cached in L1 (no eviction hints with either), "/r32" maxnreg=32;
+    GROUPS_PAIR=1: "rows2", two rows per program (ln_groups_pair), y in 8 or 16 pieces.
+    Runs #51-#56 (H100, % of the fp32 copy; every form passes the numerics). y in pieces one after the other:
+    no gain (32K bf16 91.6-92.0 against the dispatcher's 92.0-92.3; ln_pair's plain pair 94.5 in #52). "/a":
+    two/a 92.3-92.8 at 32K bf16, 93.1 in fp16, 86.8-87.4 at 64K bf16 (dispatcher 85.6-86.0); one/a 92.7-93.0,
+    93.5-93.6, 87.5-87.8; behind at 16K bf16.
+    Probe: without loading b 95.3 at 32K bf16, without w and b 96.2 (92.5-92.9 loaded). Cache modifiers and two
+    rows per program lose (ln_groups.py has the numbers)."""
     from autograder.notebook import load
     from autograder.rowcases import Spec
-    from ln_groups import ln_groups
+    from ln_groups import ln_groups, ln_groups_pair
     ns5, e5 = load(ROOT / "solutions" / "05_triton_layernorm.ipynb")
     assert not e5, e5
     passes = int(os.environ.get("PASSES", "5"))
+    if os.environ.get("GROUPS_PAIR"):
+        for pieces in (8, 16):
+            pair_numerics(f"rows2/p{pieces}", lambda x, w, b, y, mean, rstd, pieces=pieces:
+                          ln_groups_pair(x, w, b, y, mean, rstd, 1e-5, y_pieces=pieces))
     extra = [Spec("mean 1e4", (8, 16384), torch.float32, offset=1e4, eps=1e-5, atol=1e-2, stat_rtol=5e-5, seed=77),
              Spec("|x|~300", (8, 65536), torch.bfloat16, scale=300.0, eps=1e-5, seed=78),
              Spec("N=24577 fp16, |x|~300", (8, 24577), torch.float16, scale=300.0, eps=1e-5, seed=79)]
+    ahead = os.environ.get("GROUPS_AHEAD", "0,1")   # "/a": y's pieces loaded one ahead (ln_groups._normalise_row_ahead)
+    aheads = [a == "1" for a in ahead.split(",")]
     for one in (False, True):
-        pair_numerics(f"groups/{'one' if one else 'two'}",
-                      lambda x, w, b, y, mean, rstd, one=one: ln_groups(x, w, b, y, mean, rstd, 1e-5, one_reduce=one),
-                      extra)
+        for a in aheads:
+            pair_numerics(f"groups/{'one' if one else 'two'}{'/a' if a else ''}",
+                          lambda x, w, b, y, mean, rstd, one=one, a=a:
+                          ln_groups(x, w, b, y, mean, rstd, 1e-5, y_pieces=4, one_reduce=one, ahead=a), extra)
     for N, dtype in env_points("GROUPS_POINTS", [(32768, torch.bfloat16), (32768, torch.float16), (16384, torch.bfloat16),
                                                  (8192, torch.bfloat16), (65536, torch.bfloat16), (32768, torch.float32),
                                                  (16384, torch.float32)]):
         x, w, b, y, mean, rstd, runs = ln_point(N, dtype, ns5)
         for one in (False, True):
-            for pieces in (1, 2, 4):
-                for warps in (16, 32):
-                    runs[f"groups/{'one' if one else 'two'}/p{pieces}/w{warps}"] = (
-                        lambda one=one, pieces=pieces, warps=warps:
-                        ln_groups(x, w, b, y, mean, rstd, bench_ln.EPS, y_pieces=pieces, one_reduce=one, warps=warps))
+            for a in aheads:
+                for pieces in (((2, 4, 8) if a else (1, 2, 4)) if not os.environ.get("GROUPS_CACHE")
+                               and not os.environ.get("GROUPS_PAIR") else (4,)):
+                    for warps in (16, 32):
+                        runs[f"groups/{'one' if one else 'two'}{'/a' if a else ''}/p{pieces}/w{warps}"] = (
+                            lambda one=one, a=a, pieces=pieces, warps=warps:
+                            ln_groups(x, w, b, y, mean, rstd, bench_ln.EPS, y_pieces=pieces, one_reduce=one, ahead=a,
+                                      warps=warps))
+        if os.environ.get("GROUPS_PAIR"):   # two rows per program: the weight and bias read once per piece for both
+            for pieces in (8, 16):
+                for cap in (None, 32):
+                    runs[f"rows2/one/p{pieces}/w32{f'/r{cap}' if cap else ''}"] = (
+                        lambda pieces=pieces, cap=cap:
+                        ln_groups_pair(x, w, b, y, mean, rstd, bench_ln.EPS, y_pieces=pieces, maxnreg=cap))
+        if os.environ.get("GROUPS_CACHE"):   # x through L2 only (.cg), weight and bias kept in L1 (.ca), capped or not
+            for xc in ("", ".cg"):
+                for wc in ("", ".ca"):
+                    for cap in (None, 32):
+                        if xc or wc or cap:
+                            runs[f"groups/one/a/p4/w32/x{xc or '-'}/wb{wc or '-'}{f'/r{cap}' if cap else ''}"] = (
+                                lambda xc=xc, wc=wc, cap=cap:
+                                ln_groups(x, w, b, y, mean, rstd, bench_ln.EPS, y_pieces=4, one_reduce=True, ahead=True,
+                                          x_cache=xc, wb_cache=wc, maxnreg=cap))
         best_of_two("ln", runs, x, w, b, copy, reset=y.zero_, passes=passes)
+        if os.environ.get("GROUPS_PROBE"):   # what the weight's and bias's L2 reads cost: w = 1, b = 0, loaded or not
+            w1, b0 = torch.ones_like(w), torch.zeros_like(b)
+            probe = {f"probe/{skip or 'loaded'}/p{pieces}/w32": (
+                lambda skip=skip, pieces=pieces: ln_groups(x, w1, b0, y, mean, rstd, bench_ln.EPS, y_pieces=pieces,
+                                                           one_reduce=True, ahead=True, skip=skip))
+                for skip in ("", "b", "wb") for pieces in (4, 8)}
+            best_of_two("ln", probe, x, w1, b0, copy, reset=y.zero_, passes=passes)
         del x, w, b, y
         torch.cuda.empty_cache()
 

@@ -20,13 +20,24 @@ merge of raw means (or a sum carried in the tuple, "one") missed y's tolerance o
 in the interpreter up to N = 65536 (block_n cases aside) and the long-row kinds of
 explore_cluster.pair_numerics on the GPU.
 
-Measured (explore_cluster.py stage "lngroups", runs #51-#52, H100, % of the fp32 copy): correct, and no faster.
-32K bf16: 91.6 / 92.0 at best (one reduce, y in two pieces, 16 warps) against the dispatcher's 92.0 / 92.3, and
-the plain shifted pair of ln_pair.py 94.5 in run #52's machine session; 32K fp16 92.8-93.0, a tie; 16K bf16
-96.2, a tie; 64K bf16 85.5 against 85.8; 8K bf16 96.4 against 97.1; fp32 1-4 points behind. y in one piece
-(52 registers, one program per SM) 90.8-91.1. So one round of cross-thread reduction is not what the pair saves:
-compiled for sm_90, the grouped kernel has fewer barriers than the pair (2 against 5) and 5 % more
-instructions.
+Measured (explore_cluster.py stage "lngroups", runs #51-#56, H100, % of the fp32 copy; every form passed the
+numerics on the GPU):
+- y in pieces one after the other (_normalise_row): correct, and no faster. 32K bf16 91.6 / 92.0 at best (one
+  reduce, two pieces, 16 warps) against the dispatcher's 92.0 / 92.3, and the unguarded shifted pair of
+  ln_pair.py 94.5 in run #52's machine session; 32K fp16 and 16K bf16 ties; 64K bf16 85.5 against 85.8; 8K bf16
+  96.4 against 97.1; fp32 1-4 points behind; y in one piece (52 registers, one program per SM) 90.8-91.1. So one
+  round of cross-thread reduction is not what the pair saves: compiled for sm_90, the grouped kernel has fewer
+  barriers than the pair (2 against 5) and 5 % more instructions.
+- y's next piece loaded before this piece is computed and stored (_normalise_row_ahead, "/a"; 4 pieces, 32 warps,
+  32 registers): "two" 92.3-92.8 at 32K bf16 against 92.1-92.3, 93.1 in fp16 against 92.9-93.0, 86.8-87.4 at 64K
+  bf16 against 85.6-86.0; "one" (wrong in the interpreter) 92.7-93.0, 93.5-93.6, 87.5-87.8; both 91.0-95.5 at
+  16K bf16 against 96.1-96.3 (runs #53-#56).
+- What the weight and bias cost (run #54, "probe", w = 1 and b = 0 so that y is the same): the same kernel that
+  does not load b reaches 95.3 at 32K bf16, and without w and b 96.2, against 92.5-92.9 when both are loaded;
+  at 64K bf16 92.4 and 89.2 against 87.5. Each program reads the whole weight and bias from L2 for its row.
+- Keeping them in L1 does not help (run #55): weight and bias .ca 92.9 at 32K bf16 (the same as without; 90.1
+  at 64K bf16), x .cg (L2 only) 81-90. Nor does sharing them between two rows of a program (run #56,
+  ln_groups_pair: each piece of w and b read once for both rows): 70-81 at 32K bf16, 70-85 in fp16, 59-76 at 64K.
 """
 import triton
 import triton.language as tl
@@ -51,16 +62,40 @@ def _chan_merge_sum(n_a, mean_a, m2_a, s_a, n_b, mean_b, m2_b, s_b):
 
 
 @triton.jit
-def _ln_groups_kernel(X, Y, W, B, MEAN, RSTD, stride_x, stride_y, eps, N: tl.constexpr, BLOCK_N: tl.constexpr,
-                      S: tl.constexpr, Y_BLOCK: tl.constexpr, ONE_REDUCE: tl.constexpr):
+def _normalise_row_ahead(x_row, y_row, W, B, mean, rstd, N: tl.constexpr, PIECE: tl.constexpr,
+                         PIECES: tl.constexpr, HAS_W: tl.constexpr = True, HAS_B: tl.constexpr = True,
+                         X_CACHE: tl.constexpr = "", X_HINT: tl.constexpr = "evict_first",
+                         WB_CACHE: tl.constexpr = "", WB_HINT: tl.constexpr = "evict_last"):
+    # y in PIECES pieces with the next piece's x, w, b loads issued before this piece is computed and stored, so
+    # that one piece is always in flight (written out in order: loads are never moved past the stores)
+    c = tl.arange(0, PIECE)
+    m = c < N
+    xa = tl.load(x_row + c, mask=m, other=0.0, cache_modifier=X_CACHE, eviction_policy=X_HINT)
+    wa = tl.load(W + c, mask=m, other=0.0, cache_modifier=WB_CACHE, eviction_policy=WB_HINT) if HAS_W else 1.0
+    ba = tl.load(B + c, mask=m, other=0.0, cache_modifier=WB_CACHE, eviction_policy=WB_HINT) if HAS_B else 0.0
+    for p in tl.static_range(PIECES):
+        if p + 1 < PIECES:
+            cn = (p + 1) * PIECE + tl.arange(0, PIECE)
+            mn = cn < N
+            xn = tl.load(x_row + cn, mask=mn, other=0.0, cache_modifier=X_CACHE, eviction_policy=X_HINT)
+            wn = tl.load(W + cn, mask=mn, other=0.0, cache_modifier=WB_CACHE, eviction_policy=WB_HINT) if HAS_W else 1.0
+            bn = tl.load(B + cn, mask=mn, other=0.0, cache_modifier=WB_CACHE, eviction_policy=WB_HINT) if HAS_B else 0.0
+        y = (xa.to(tl.float32) - mean) * rstd * tl.cast(wa, tl.float32) + tl.cast(ba, tl.float32)
+        tl.store(y_row + c, y.to(y_row.dtype.element_ty), mask=m)
+        if p + 1 < PIECES:
+            c, m, xa, wa, ba = cn, mn, xn, wn, bn
+
+
+@triton.jit
+def _group_stats(x_row, N: tl.constexpr, BLOCK_N: tl.constexpr, S: tl.constexpr, ONE_REDUCE: tl.constexpr,
+                 X_CACHE: tl.constexpr, X_HINT1: tl.constexpr):
+    # mean and M2 of one row, loaded as a [G, S] tile (a group of S values per thread), one cross-thread reduction
     G: tl.constexpr = BLOCK_N // S
-    row = tl.program_id(0).to(tl.int64)
-    x_row = X + row * stride_x
-    y_row = Y + row * stride_y
     g = tl.arange(0, G)
     cols = g[:, None] * S + tl.arange(0, S)[None, :]
     mask = cols < N
-    x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+    x = tl.load(x_row + cols, mask=mask, other=0.0, cache_modifier=X_CACHE,
+                eviction_policy=X_HINT1).to(tl.float32)
     # each group's exact two-pass statistics, inside one thread
     n_g = tl.minimum(tl.maximum(N - g * S, 0), S).to(tl.float32)
     s_g = tl.sum(x, axis=1)
@@ -78,19 +113,95 @@ def _ln_groups_kernel(X, Y, W, B, MEAN, RSTD, stride_x, stride_y, eps, N: tl.con
     else:
         _n, _m, m2 = tl.reduce((n_g, mean_g - k, m2_g), 0, _chan_combine)
         total = tl.sum(s_g, axis=0)
-    mean = total / N
+    return total / N, m2
+
+
+@triton.jit
+def _ln_groups_kernel(X, Y, W, B, MEAN, RSTD, stride_x, stride_y, eps, N: tl.constexpr, BLOCK_N: tl.constexpr,
+                      S: tl.constexpr, Y_BLOCK: tl.constexpr, ONE_REDUCE: tl.constexpr, AHEAD: tl.constexpr = False,
+                      HAS_W: tl.constexpr = True, HAS_B: tl.constexpr = True, X_CACHE: tl.constexpr = "",
+                      X_HINT1: tl.constexpr = "evict_last", X_HINT2: tl.constexpr = "evict_first",
+                      WB_CACHE: tl.constexpr = "", WB_HINT: tl.constexpr = "evict_last"):
+    row = tl.program_id(0).to(tl.int64)
+    x_row = X + row * stride_x
+    y_row = Y + row * stride_y
+    mean, m2 = _group_stats(x_row, N, BLOCK_N, S, ONE_REDUCE, X_CACHE, X_HINT1)
     rstd = tl.rsqrt(m2 / N + eps)
     # y in pieces of Y_BLOCK (x again, from L2): one piece's x, w, b at a time keeps the program at 32 registers
-    _normalise_row(x_row, y_row, W, B, mean, rstd, N, Y_BLOCK)
+    if AHEAD:
+        _normalise_row_ahead(x_row, y_row, W, B, mean, rstd, N, Y_BLOCK, BLOCK_N // Y_BLOCK, HAS_W, HAS_B,
+                             X_CACHE, X_HINT2, WB_CACHE, WB_HINT)
+    else:
+        _normalise_row(x_row, y_row, W, B, mean, rstd, N, Y_BLOCK)
     tl.store(MEAN + row, mean)
     tl.store(RSTD + row, rstd)
 
 
-def ln_groups(x, w, b, y, mean, rstd, eps, y_pieces=2, group=None, one_reduce=False, warps=32, maxnreg=None):
+def ln_groups(x, w, b, y, mean, rstd, eps, y_pieces=2, group=None, one_reduce=False, ahead=False, warps=32,
+              maxnreg=None, skip="", x_cache="", wb_cache=""):
+    """skip: "b" or "wb", the bias (or weight and bias) taken as 0 (1) without loading them (ahead only: a
+    probe of what their L2 reads cost). x_cache=".cg": x's loads cached in L2 only (no eviction hints: ptxas
+    refuses .cg with them), wb_cache=".ca": weight and bias cached in L1 as well (ahead only)."""
     M, N = x.shape
     S = 16 // x.element_size() if group is None else group
     block = max(triton.next_power_of_2(N), S)
     _ln_groups_kernel[(M,)](x, y, w, b, mean, rstd, x.stride(0), y.stride(0), eps, N=N, BLOCK_N=block, S=S,
-                            Y_BLOCK=max(block // y_pieces, 1), ONE_REDUCE=one_reduce, num_warps=warps,
+                            Y_BLOCK=max(block // y_pieces, 1), ONE_REDUCE=one_reduce, AHEAD=ahead,
+                            HAS_W="w" not in skip, HAS_B="b" not in skip, X_CACHE=x_cache, WB_CACHE=wb_cache,
+                            X_HINT1="" if x_cache else "evict_last", X_HINT2="" if x_cache else "evict_first",
+                            WB_HINT="" if wb_cache else "evict_last",
+                            num_warps=warps,
                             **({"maxnreg": maxnreg} if maxnreg else {}))
+    return y
+
+
+@triton.jit
+def _ln_groups_pair_kernel(X, Y, W, B, MEAN, RSTD, M, stride_x, stride_y, eps, N: tl.constexpr,
+                           BLOCK_N: tl.constexpr, S: tl.constexpr, PIECE: tl.constexpr, ONE_REDUCE: tl.constexpr):
+    # Two rows per program, so that each piece of the weight and bias is read from L2 once for two rows (the probe
+    # "probe/b" / "probe/wb" of stage "lngroups": not reading them is worth 2.5-3.5 points at 32K bf16). Each row's
+    # statistics as _ln_groups_kernel's; then y of both rows in pieces, the next piece's loads issued first.
+    r0 = tl.program_id(0).to(tl.int64) * 2
+    r1 = tl.minimum(r0 + 1, M - 1)            # an odd M: the last program does its one row twice, stores it once
+    x0_row = X + r0 * stride_x
+    x1_row = X + r1 * stride_x
+    mean0, m2_0 = _group_stats(x0_row, N, BLOCK_N, S, ONE_REDUCE, "", "evict_last")
+    mean1, m2_1 = _group_stats(x1_row, N, BLOCK_N, S, ONE_REDUCE, "", "evict_last")
+    rstd0 = tl.rsqrt(m2_0 / N + eps)
+    rstd1 = tl.rsqrt(m2_1 / N + eps)
+    PIECES: tl.constexpr = BLOCK_N // PIECE
+    c = tl.arange(0, PIECE)
+    m = c < N
+    xa = tl.load(x0_row + c, mask=m, other=0.0, eviction_policy="evict_first")
+    xb = tl.load(x1_row + c, mask=m, other=0.0, eviction_policy="evict_first")
+    wa = tl.load(W + c, mask=m, other=0.0, eviction_policy="evict_last")
+    ba = tl.load(B + c, mask=m, other=0.0, eviction_policy="evict_last")
+    for p in tl.static_range(PIECES):
+        if p + 1 < PIECES:
+            cn = (p + 1) * PIECE + tl.arange(0, PIECE)
+            mn = cn < N
+            xan = tl.load(x0_row + cn, mask=mn, other=0.0, eviction_policy="evict_first")
+            xbn = tl.load(x1_row + cn, mask=mn, other=0.0, eviction_policy="evict_first")
+            wn = tl.load(W + cn, mask=mn, other=0.0, eviction_policy="evict_last")
+            bn = tl.load(B + cn, mask=mn, other=0.0, eviction_policy="evict_last")
+        wf = wa.to(tl.float32)
+        bf = ba.to(tl.float32)
+        tl.store(Y + r0 * stride_y + c, ((xa.to(tl.float32) - mean0) * rstd0 * wf + bf).to(Y.dtype.element_ty), mask=m)
+        tl.store(Y + r1 * stride_y + c, ((xb.to(tl.float32) - mean1) * rstd1 * wf + bf).to(Y.dtype.element_ty), mask=m)
+        if p + 1 < PIECES:
+            c, m, xa, xb, wa, ba = cn, mn, xan, xbn, wn, bn
+    tl.store(MEAN + r0, mean0)
+    tl.store(RSTD + r0, rstd0)
+    tl.store(MEAN + r1, mean1)
+    tl.store(RSTD + r1, rstd1)
+
+
+def ln_groups_pair(x, w, b, y, mean, rstd, eps, y_pieces=8, one_reduce=True, warps=32, maxnreg=None):
+    M, N = x.shape
+    S = 16 // x.element_size()
+    block = max(triton.next_power_of_2(N), S)
+    _ln_groups_pair_kernel[(triton.cdiv(M, 2),)](x, y, w, b, mean, rstd, M, x.stride(0), y.stride(0), eps, N=N,
+                                                BLOCK_N=block, S=S, PIECE=max(block // y_pieces, 1),
+                                                ONE_REDUCE=one_reduce, num_warps=warps,
+                                                **({"maxnreg": maxnreg} if maxnreg else {}))
     return y
