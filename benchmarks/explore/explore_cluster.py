@@ -2093,13 +2093,15 @@ def time_ln_groups(copy):
     GROUPS_POINTS (N:dtype,...); GROUPS_AHEAD ("0,1": both; "1": only /a); GROUPS_PROBE=1: also w = 1 and b = 0,
     loaded or not ("probe/b", "probe/wb"), to see what their reads from L2 cost; GROUPS_CACHE=1: "/x.cg" x's loads
     in L2 only, "/wb.ca" weight and bias cached in L1 (no eviction hints with either), "/r32" maxnreg=32;
-    GROUPS_PAIR=1: "rows2", two rows per program (ln_groups_pair), y in 8 or 16 pieces.
+    GROUPS_PAIR=1: "rows2", two rows per program (ln_groups_pair), y in 8 or 16 pieces; GROUPS_L1=1: the kernel's
+    shared-memory carveout ("/c0": most L1, "/c100": most shared memory, "/c-": the driver's) with and without the
+    evict_last hints on x's first load and on the weight and bias.
     Runs #51-#56 (H100, % of the fp32 copy; every form passes the numerics). y in pieces one after the other:
     no gain (32K bf16 91.6-92.0 against the dispatcher's 92.0-92.3; ln_pair's plain pair 94.5 in #52). "/a":
     two/a 92.3-92.8 at 32K bf16, 93.1 in fp16, 86.8-87.4 at 64K bf16 (dispatcher 85.6-86.0); one/a 92.7-93.0,
     93.5-93.6, 87.5-87.8; behind at 16K bf16.
-    Probe: without loading b 95.3 at 32K bf16, without w and b 96.2 (92.5-92.9 loaded). Cache modifiers and two
-    rows per program lose (ln_groups.py has the numbers)."""
+    Probe: without loading b 95.3 at 32K bf16, without w and b 96.2 (92.5-92.9 loaded). Cache modifiers, two
+    rows per program and the carveout (run #57) do not recover it (ln_groups.py has the numbers)."""
     from autograder.notebook import load
     from autograder.rowcases import Spec
     from ln_groups import ln_groups, ln_groups_pair
@@ -2127,12 +2129,20 @@ def time_ln_groups(copy):
         for one in (False, True):
             for a in aheads:
                 for pieces in (((2, 4, 8) if a else (1, 2, 4)) if not os.environ.get("GROUPS_CACHE")
-                               and not os.environ.get("GROUPS_PAIR") else (4,)):
+                               and not os.environ.get("GROUPS_PAIR") and not os.environ.get("GROUPS_L1") else (4,)):
                     for warps in (16, 32):
                         runs[f"groups/{'one' if one else 'two'}{'/a' if a else ''}/p{pieces}/w{warps}"] = (
                             lambda one=one, a=a, pieces=pieces, warps=warps:
                             ln_groups(x, w, b, y, mean, rstd, bench_ln.EPS, y_pieces=pieces, one_reduce=one, ahead=a,
                                       warps=warps))
+        if os.environ.get("GROUPS_L1"):   # can the weight and bias stay in L1? carveout x eviction hints
+            for carve in (None, 0, 100):
+                for xh in ("evict_last", ""):
+                    for wh in ("evict_last", ""):
+                        runs[f"groups/two/a/p4/w32/c{'-' if carve is None else carve}/x{xh or '-'}/wb{wh or '-'}"] = (
+                            lambda carve=carve, xh=xh, wh=wh:
+                            ln_groups(x, w, b, y, mean, rstd, bench_ln.EPS, y_pieces=4, ahead=True, x_hint=xh,
+                                      wb_hint=wh, carveout=carve))
         if os.environ.get("GROUPS_PAIR"):   # two rows per program: the weight and bias read once per piece for both
             for pieces in (8, 16):
                 for cap in (None, 32):
