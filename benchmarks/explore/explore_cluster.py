@@ -71,7 +71,7 @@ Stages:
 - "lnstatic": a persistent grid where every program has the same number of rows (ln_static.py), at row
   counts that divide evenly: does a static schedule end without the drain? (Run #50: it loses 5-8 points.)
 - "lngroups": long rows with one Chan-merge reduction of per-thread group statistics (ln_groups.py), which
-  keeps two-pass accuracy, y in pieces so that the program stays at 32 registers (runs #51-#56: correct on
+  keeps two-pass accuracy, y in pieces so that the program stays at 32 registers (runs #51-#57: correct on
   every kind of row; 92.3-92.8 % at 32K bf16 with the next piece of y loaded ahead, against the dispatcher's
   92.1-92.3; the same kernel without reading the bias reaches 95.3, without weight and bias 96.2).
 Inputs, byte counts, numerical checks, timer and copy roofline are the course benchmark's (helpers.bench*);
@@ -2096,7 +2096,7 @@ def time_ln_groups(copy):
     GROUPS_PAIR=1: "rows2", two rows per program (ln_groups_pair), y in 8 or 16 pieces; GROUPS_L1=1: the kernel's
     shared-memory carveout ("/c0": most L1, "/c100": most shared memory, "/c-": the driver's) with and without the
     evict_last hints on x's first load and on the weight and bias.
-    Runs #51-#56 (H100, % of the fp32 copy; every form passes the numerics). y in pieces one after the other:
+    Runs #51-#57 (H100, % of the fp32 copy; every form passes the numerics). y in pieces one after the other:
     no gain (32K bf16 91.6-92.0 against the dispatcher's 92.0-92.3; ln_pair's plain pair 94.5 in #52). "/a":
     two/a 92.3-92.8 at 32K bf16, 93.1 in fp16, 86.8-87.4 at 64K bf16 (dispatcher 85.6-86.0); one/a 92.7-93.0,
     93.5-93.6, 87.5-87.8; behind at 16K bf16.
@@ -2117,6 +2117,7 @@ def time_ln_groups(copy):
              Spec("N=24577 fp16, |x|~300", (8, 24577), torch.float16, scale=300.0, eps=1e-5, seed=79)]
     ahead = os.environ.get("GROUPS_AHEAD", "0,1")   # "/a": y's pieces loaded one ahead (ln_groups._normalise_row_ahead)
     aheads = [a == "1" for a in ahead.split(",")]
+    focused = any(os.environ.get(v) for v in ("GROUPS_CACHE", "GROUPS_PAIR", "GROUPS_L1"))   # base runs: 4 pieces
     for one in (False, True):
         for a in aheads:
             pair_numerics(f"groups/{'one' if one else 'two'}{'/a' if a else ''}",
@@ -2128,8 +2129,7 @@ def time_ln_groups(copy):
         x, w, b, y, mean, rstd, runs = ln_point(N, dtype, ns5)
         for one in (False, True):
             for a in aheads:
-                for pieces in (((2, 4, 8) if a else (1, 2, 4)) if not os.environ.get("GROUPS_CACHE")
-                               and not os.environ.get("GROUPS_PAIR") and not os.environ.get("GROUPS_L1") else (4,)):
+                for pieces in (4,) if focused else (2, 4, 8) if a else (1, 2, 4):
                     for warps in (16, 32):
                         runs[f"groups/{'one' if one else 'two'}{'/a' if a else ''}/p{pieces}/w{warps}"] = (
                             lambda one=one, a=a, pieces=pieces, warps=warps:

@@ -20,7 +20,7 @@ merge of raw means (or a sum carried in the tuple, "one") missed y's tolerance o
 in the interpreter up to N = 65536 (block_n cases aside) and the long-row kinds of
 explore_cluster.pair_numerics on the GPU.
 
-Measured (explore_cluster.py stage "lngroups", runs #51-#56, H100, % of the fp32 copy; every form passed the
+Measured (explore_cluster.py stage "lngroups", runs #51-#57, H100, % of the fp32 copy; every form passed the
 numerics on the GPU):
 - y in pieces one after the other (_normalise_row): correct, and no faster. 32K bf16 91.6 / 92.0 at best (one
   reduce, two pieces, 16 warps) against the dispatcher's 92.0 / 92.3, and the unguarded shifted pair of
@@ -148,6 +148,8 @@ def ln_groups(x, w, b, y, mean, rstd, eps, y_pieces=2, group=None, one_reduce=Fa
     refuses .cg with them), wb_cache=".ca": weight and bias cached in L1 as well (ahead only). x_hint, wb_hint:
     the eviction policy of x's first load and of the weight and bias ("" = none). carveout: the kernel's
     preferred shared-memory carveout in % (0: as much L1 as possible), set on its own compiled kernel."""
+    if not ahead and (skip or wb_cache or wb_hint is not None):
+        raise ValueError("skip, wb_cache and wb_hint apply to the pieces loaded ahead only (ahead=True)")
     M, N = x.shape
     S = 16 // x.element_size() if group is None else group
     block = max(triton.next_power_of_2(N), S)
@@ -169,8 +171,8 @@ _CARVED = set()
 
 
 def set_carveout(function, percent):
-    """cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT) on a compiled kernel's CUfunction;
-    returns the attribute read back."""
+    """cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT) on a compiled kernel's CUfunction,
+    checked by reading it back."""
     import ctypes
     cuda = ctypes.CDLL("libcuda.so.1")
     attr = 9                                     # CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT
@@ -178,8 +180,7 @@ def set_carveout(function, percent):
     assert err == 0, f"cuFuncSetAttribute: CUDA error {err}"
     got = ctypes.c_int()
     err = cuda.cuFuncGetAttribute(ctypes.byref(got), ctypes.c_int(attr), ctypes.c_void_p(function))
-    assert err == 0, f"cuFuncGetAttribute: CUDA error {err}"
-    return got.value
+    assert err == 0 and got.value == percent, f"cuFuncGetAttribute: CUDA error {err}, carveout {got.value}"
 
 
 @triton.jit
