@@ -71,9 +71,10 @@ Stages:
 - "lnstatic": a persistent grid where every program has the same number of rows (ln_static.py), at row
   counts that divide evenly: does a static schedule end without the drain? (Run #50: it loses 5-8 points.)
 - "lngroups": long rows with one Chan-merge reduction of per-thread group statistics (ln_groups.py), which
-  keeps two-pass accuracy, y in pieces so that the program stays at 32 registers (runs #51-#57: correct on
+  keeps two-pass accuracy, y in pieces so that the program stays at 32 registers (runs #51-#58: correct on
   every kind of row; 92.3-92.8 % at 32K bf16 with the next piece of y loaded ahead, against the dispatcher's
-  92.1-92.3; the same kernel without reading the bias reaches 95.3, without weight and bias 96.2).
+  92.1-92.3; the same kernel without reading the bias reaches 95.3, without weight and bias 96.2; two rows per
+  program, to read them once for both, 70-88).
 Inputs, byte counts, numerical checks, timer and copy roofline are the course benchmark's (helpers.bench*);
 every timed point is the faster of two interleaved passes. Results: explore_cluster_H100.jsonl, in the
 order run. Its first run's num_ctas = 1 rows read "wrong" because that version of the script passed eps
@@ -2083,6 +2084,12 @@ def time_ln_static(copy):
         torch.cuda.empty_cache()
 
 
+# (rows, warps, y pieces, maxnreg) of ln_groups_rows: at 32K bf16 (sm_90, regs_sm90) w32 p16 takes 43 registers
+# (one program per SM), 32 with 8 bytes of spills when capped; w32 p8 52, 40 capped without spills; w16 p16 59
+ROWS_FORMS = [(2, 32, 8, None), (2, 32, 16, None), (2, 32, 16, 32), (2, 32, 8, 40), (2, 32, 16, 40), (2, 16, 16, None),
+              (2, 16, 8, None), (4, 32, 16, None)]
+
+
 def time_ln_groups(copy):
     """Long rows with ONE cross-thread reduction that keeps two-pass accuracy (ln_groups.py): each thread's
     16-byte groups get exact two-pass statistics in registers, one tuple tl.reduce merges them with Chan's rule
@@ -2093,21 +2100,29 @@ def time_ln_groups(copy):
     GROUPS_POINTS (N:dtype,...); GROUPS_AHEAD ("0,1": both; "1": only /a); GROUPS_PROBE=1: also w = 1 and b = 0,
     loaded or not ("probe/b", "probe/wb"), to see what their reads from L2 cost; GROUPS_CACHE=1: "/x.cg" x's loads
     in L2 only, "/wb.ca" weight and bias cached in L1 (no eviction hints with either), "/r32" maxnreg=32;
-    GROUPS_PAIR=1: "rows2", two rows per program (ln_groups_pair), y in 8 or 16 pieces; GROUPS_L1=1: the kernel's
+    GROUPS_PAIR=1: "rows2", two rows per program (ln_groups_pair), y in 8 or 16 pieces; GROUPS_ROWS=1: "rowsR<R>",
+    R rows side by side per program (ln_groups_rows, the forms of ROWS_FORMS); GROUPS_L1=1: the kernel's
     shared-memory carveout ("/c0": most L1, "/c100": most shared memory, "/c-": the driver's) with and without the
     evict_last hints on x's first load and on the weight and bias.
-    Runs #51-#57 (H100, % of the fp32 copy; every form passes the numerics). y in pieces one after the other:
+    Runs #51-#58 (H100, % of the fp32 copy; every form passes the numerics). y in pieces one after the other:
     no gain (32K bf16 91.6-92.0 against the dispatcher's 92.0-92.3; ln_pair's plain pair 94.5 in #52). "/a":
     two/a 92.3-92.8 at 32K bf16, 93.1 in fp16, 86.8-87.4 at 64K bf16 (dispatcher 85.6-86.0); one/a 92.7-93.0,
     93.5-93.6, 87.5-87.8; behind at 16K bf16.
     Probe: without loading b 95.3 at 32K bf16, without w and b 96.2 (92.5-92.9 loaded). Cache modifiers, two
-    rows per program and the carveout (run #57) do not recover it (ln_groups.py has the numbers)."""
+    rows per program (one after the other, run #56, or side by side, run #58: 72-88 at 32K bf16) and the carveout
+    (run #57) do not recover it (ln_groups.py has the numbers)."""
     from autograder.notebook import load
     from autograder.rowcases import Spec
-    from ln_groups import ln_groups, ln_groups_pair
+    from ln_groups import ln_groups, ln_groups_pair, ln_groups_rows
     ns5, e5 = load(ROOT / "solutions" / "05_triton_layernorm.ipynb")
     assert not e5, e5
     passes = int(os.environ.get("PASSES", "5"))
+    if os.environ.get("GROUPS_ROWS"):
+        for r, warps, pieces, cap in ROWS_FORMS:
+            pair_numerics(f"rowsR{r}/p{pieces}/w{warps}{f'/r{cap}' if cap else ''}",
+                          lambda x, w, b, y, mean, rstd, r=r, warps=warps, pieces=pieces, cap=cap:
+                          ln_groups_rows(x, w, b, y, mean, rstd, 1e-5, rows=r, y_pieces=pieces, warps=warps,
+                                         maxnreg=cap))
     if os.environ.get("GROUPS_PAIR"):
         for pieces in (8, 16):
             pair_numerics(f"rows2/p{pieces}", lambda x, w, b, y, mean, rstd, pieces=pieces:
@@ -2117,7 +2132,7 @@ def time_ln_groups(copy):
              Spec("N=24577 fp16, |x|~300", (8, 24577), torch.float16, scale=300.0, eps=1e-5, seed=79)]
     ahead = os.environ.get("GROUPS_AHEAD", "0,1")   # "/a": y's pieces loaded one ahead (ln_groups._normalise_row_ahead)
     aheads = [a == "1" for a in ahead.split(",")]
-    focused = any(os.environ.get(v) for v in ("GROUPS_CACHE", "GROUPS_PAIR", "GROUPS_L1"))   # base runs: 4 pieces
+    focused = any(os.environ.get(v) for v in ("GROUPS_CACHE", "GROUPS_PAIR", "GROUPS_L1", "GROUPS_ROWS"))   # base runs: 4 pieces
     for one in (False, True):
         for a in aheads:
             pair_numerics(f"groups/{'one' if one else 'two'}{'/a' if a else ''}",
@@ -2149,6 +2164,12 @@ def time_ln_groups(copy):
                     runs[f"rows2/one/p{pieces}/w32{f'/r{cap}' if cap else ''}"] = (
                         lambda pieces=pieces, cap=cap:
                         ln_groups_pair(x, w, b, y, mean, rstd, bench_ln.EPS, y_pieces=pieces, maxnreg=cap))
+        if os.environ.get("GROUPS_ROWS"):   # R rows side by side per program: w and b loaded once per piece for all R
+            for r, warps, pieces, cap in ROWS_FORMS:
+                runs[f"rowsR{r}/p{pieces}/w{warps}{f'/r{cap}' if cap else ''}"] = (
+                    lambda r=r, warps=warps, pieces=pieces, cap=cap:
+                    ln_groups_rows(x, w, b, y, mean, rstd, bench_ln.EPS, rows=r, y_pieces=pieces, warps=warps,
+                                   maxnreg=cap))
         if os.environ.get("GROUPS_CACHE"):   # x through L2 only (.cg), weight and bias kept in L1 (.ca), capped or not
             for xc in ("", ".cg"):
                 for wc in ("", ".ca"):

@@ -20,7 +20,7 @@ merge of raw means (or a sum carried in the tuple, "one") missed y's tolerance o
 in the interpreter up to N = 65536 (block_n cases aside) and the long-row kinds of
 explore_cluster.pair_numerics on the GPU.
 
-Measured (explore_cluster.py stage "lngroups", runs #51-#57, H100, % of the fp32 copy; every form passed the
+Measured (explore_cluster.py stage "lngroups", runs #51-#58, H100, % of the fp32 copy; every form passed the
 numerics on the GPU):
 - y in pieces one after the other (_normalise_row): correct, and no faster. 32K bf16 91.6 / 92.0 at best (one
   reduce, two pieces, 16 warps) against the dispatcher's 92.0 / 92.3, and the unguarded shifted pair of
@@ -38,6 +38,12 @@ numerics on the GPU):
 - Keeping them in L1 does not help (run #55): weight and bias .ca 92.9 at 32K bf16 (the same as without; 90.1
   at 64K bf16), x .cg (L2 only) 81-90. Nor does sharing them between two rows of a program (run #56,
   ln_groups_pair: each piece of w and b read once for both rows): 70-81 at 32K bf16, 70-85 in fp16, 59-76 at 64K.
+- Nor does putting R rows side by side in one program (run #58, ln_groups_rows: both rows' [G, S] tiles loaded
+  and merged together, then [R, piece] pieces of y with each piece of w and b loaded once for all R rows, so that
+  unlike ln_groups_pair no row waits for the other): 72-88 at 32K bf16 (the dispatcher 92.3, "one/a" 93.0),
+  74-91 in fp16, 63-78 at 64K bf16, 65-91 at 16K bf16; the best form is R = 2 with 16 warps and y in 8 pieces
+  (85 registers at 32K bf16, one program per SM). 32 warps with y in 16 pieces and maxnreg=32 (two programs,
+  four rows per SM, as many as "one/a" with 16 warps) reaches 74. Why it loses was not profiled.
 - L1 is already as large as it gets (run #57, set_carveout): a preferred carveout of 0 % (most L1) times the
   same as the driver's choice, 100 % (most shared memory) loses 10-20 points; without evict_last on x's first
   load 1-2 points are lost, without it on the weight and bias nothing changes (92.8 against 92.3 at 32K bf16).
@@ -184,6 +190,13 @@ def set_carveout(function, percent):
 
 
 @triton.jit
+def _piece_cols(p, PIECE: tl.constexpr, N: tl.constexpr):
+    # piece p's columns and their mask
+    c = p * PIECE + tl.arange(0, PIECE)
+    return c, c < N
+
+
+@triton.jit
 def _ln_groups_pair_kernel(X, Y, W, B, MEAN, RSTD, M, stride_x, stride_y, eps, N: tl.constexpr,
                            BLOCK_N: tl.constexpr, S: tl.constexpr, PIECE: tl.constexpr, ONE_REDUCE: tl.constexpr):
     # Two rows per program, so that each piece of the weight and bias is read from L2 once for two rows (the probe
@@ -198,16 +211,14 @@ def _ln_groups_pair_kernel(X, Y, W, B, MEAN, RSTD, M, stride_x, stride_y, eps, N
     rstd0 = tl.rsqrt(m2_0 / N + eps)
     rstd1 = tl.rsqrt(m2_1 / N + eps)
     PIECES: tl.constexpr = BLOCK_N // PIECE
-    c = tl.arange(0, PIECE)
-    m = c < N
+    c, m = _piece_cols(0, PIECE, N)
     xa = tl.load(x0_row + c, mask=m, other=0.0, eviction_policy="evict_first")
     xb = tl.load(x1_row + c, mask=m, other=0.0, eviction_policy="evict_first")
     wa = tl.load(W + c, mask=m, other=0.0, eviction_policy="evict_last")
     ba = tl.load(B + c, mask=m, other=0.0, eviction_policy="evict_last")
     for p in tl.static_range(PIECES):
         if p + 1 < PIECES:
-            cn = (p + 1) * PIECE + tl.arange(0, PIECE)
-            mn = cn < N
+            cn, mn = _piece_cols(p + 1, PIECE, N)
             xan = tl.load(x0_row + cn, mask=mn, other=0.0, eviction_policy="evict_first")
             xbn = tl.load(x1_row + cn, mask=mn, other=0.0, eviction_policy="evict_first")
             wn = tl.load(W + cn, mask=mn, other=0.0, eviction_policy="evict_last")
@@ -232,4 +243,64 @@ def ln_groups_pair(x, w, b, y, mean, rstd, eps, y_pieces=8, one_reduce=True, war
                                                 BLOCK_N=block, S=S, PIECE=max(block // y_pieces, 1),
                                                 ONE_REDUCE=one_reduce, num_warps=warps,
                                                 **({"maxnreg": maxnreg} if maxnreg else {}))
+    return y
+
+
+@triton.jit
+def _ln_groups_rows_kernel(X, Y, W, B, MEAN, RSTD, M, stride_x, stride_y, eps, N: tl.constexpr,
+                           BLOCK_N: tl.constexpr, S: tl.constexpr, R: tl.constexpr, PIECE: tl.constexpr):
+    # R rows side by side in one program, as [R, G, S] tiles that are loaded together and reduced together (one
+    # tuple reduce gives the R rows' statistics), then y of the R rows in [R, PIECE] pieces, each piece of the
+    # weight and bias loaded once for all R rows (the next piece's loads issued first). Unlike ln_groups_pair,
+    # which does its two rows' statistics one after the other, nothing here is serialised by the second row.
+    # Rows past M repeat the last row (the same values written twice).
+    rows = tl.minimum(tl.program_id(0) * R + tl.arange(0, R), M - 1).to(tl.int64)
+    x_rows = X + rows * stride_x                                   # [R]
+    y_rows = Y + rows * stride_y
+    G: tl.constexpr = BLOCK_N // S
+    g = tl.arange(0, G)
+    cols = g[:, None] * S + tl.arange(0, S)[None, :]               # [G, S]
+    mask = (cols < N)[None, :, :]
+    x = tl.load(x_rows[:, None, None] + cols[None, :, :], mask=mask, other=0.0,
+                eviction_policy="evict_last").to(tl.float32)     # [R, G, S]
+    n_g = tl.minimum(tl.maximum(N - g * S, 0), S).to(tl.float32)  # [G]
+    s_g = tl.sum(x, axis=2)                                        # [R, G]
+    mean_g = s_g / tl.maximum(n_g, 1.0)[None, :]
+    d = tl.where(mask, x - mean_g[:, :, None], 0.0)
+    m2_g = tl.sum(d * d, axis=2)
+    s0 = tl.arange(0, S)
+    k = tl.sum(tl.load(x_rows[:, None] + s0[None, :], mask=(s0 < N)[None, :], other=0.0).to(tl.float32),
+               axis=1) / min(N, S)                                 # [R]: each row's first group's mean
+    n_b = tl.zeros([R, G], dtype=tl.float32) + n_g[None, :]
+    _n, _m, m2 = tl.reduce((n_b, mean_g - k[:, None], m2_g), 1, _chan_combine)
+    mean = tl.sum(s_g, axis=1) / N
+    rstd = tl.rsqrt(m2 / N + eps)
+    PIECES: tl.constexpr = BLOCK_N // PIECE
+    c, m = _piece_cols(0, PIECE, N)
+    xa = tl.load(x_rows[:, None] + c[None, :], mask=m[None, :], other=0.0, eviction_policy="evict_first")
+    wa = tl.load(W + c, mask=m, other=0.0, eviction_policy="evict_last")
+    ba = tl.load(B + c, mask=m, other=0.0, eviction_policy="evict_last")
+    for p in tl.static_range(PIECES):
+        if p + 1 < PIECES:
+            cn, mn = _piece_cols(p + 1, PIECE, N)
+            xn = tl.load(x_rows[:, None] + cn[None, :], mask=mn[None, :], other=0.0, eviction_policy="evict_first")
+            wn = tl.load(W + cn, mask=mn, other=0.0, eviction_policy="evict_last")
+            bn = tl.load(B + cn, mask=mn, other=0.0, eviction_policy="evict_last")
+        y = ((xa.to(tl.float32) - mean[:, None]) * rstd[:, None] * wa.to(tl.float32)[None, :]
+             + ba.to(tl.float32)[None, :])
+        tl.store(y_rows[:, None] + c[None, :], y.to(Y.dtype.element_ty), mask=m[None, :])
+        if p + 1 < PIECES:
+            c, m, xa, wa, ba = cn, mn, xn, wn, bn
+    tl.store(MEAN + rows, mean)
+    tl.store(RSTD + rows, rstd)
+
+
+def ln_groups_rows(x, w, b, y, mean, rstd, eps, rows=2, y_pieces=4, warps=32, maxnreg=None):
+    """R = rows rows side by side per program (_ln_groups_rows_kernel)."""
+    M, N = x.shape
+    S = 16 // x.element_size()
+    block = max(triton.next_power_of_2(N), S)
+    _ln_groups_rows_kernel[(triton.cdiv(M, rows),)](x, y, w, b, mean, rstd, M, x.stride(0), y.stride(0), eps, N=N,
+                                                    BLOCK_N=block, S=S, R=rows, PIECE=max(block // y_pieces, 1),
+                                                    num_warps=warps, **({"maxnreg": maxnreg} if maxnreg else {}))
     return y
