@@ -26,7 +26,7 @@ class Spec:
     shape: tuple
     dtype: torch.dtype = torch.float32
     eps: float = 1e-6
-    weight: str = "randn"          # randn | none | fp32 (fp32 weight with a low-precision x)
+    weight: str = "randn"          # randn | none | fp32 (fp32 weight with a low-precision x) | bias_only (LayerNorm)
     bias: bool = True              # LayerNorm only: pass a bias
     scale: float = 1.0
     offset: float = 0.0
@@ -84,7 +84,7 @@ def make_inputs(s: Spec, op: Op):
     N = s.shape[-1]
     w = b = None
     pdtype = torch.float32 if s.weight == "fp32" else s.dtype
-    if s.weight != "none":
+    if s.weight not in ("none", "bias_only"):
         w = (torch.randn(N, generator=g) * 0.5 + 1.0).to(pdtype).to(device())
     if op is LAYERNORM and s.bias and s.weight != "none":
         b = (torch.randn(N, generator=g) * 0.5).to(pdtype).to(device())

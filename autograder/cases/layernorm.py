@@ -33,6 +33,7 @@ COMMON = [
     Spec("non-contiguous rows (row stride N+37)", (50, 781), row_pad=37, eps=1e-5, seed=11),
     Spec("no weight, no bias, N=4097 fp16", (6, 4097), F16, weight="none", eps=1e-5, seed=12),
     Spec("weight but no bias, N=2000 bf16", (10, 2000), BF16, bias=False, eps=1e-5, seed=13),
+    Spec("bias but no weight, N=1000", (7, 1000), weight="bias_only", eps=1e-5, seed=25),
     Spec("1-D input: a single row of 640", (640,), eps=1e-5, seed=14),
     Spec("bad input: weight of the wrong shape", (4, 64), bad="weight_shape", seed=15),
     Spec("bad input: bias of the wrong shape", (4, 64), bad="bias_shape", seed=16),
