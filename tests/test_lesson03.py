@@ -58,7 +58,20 @@ def test_every_student_cuda_string_compiles_before_any_work():
     for ex in for_lesson(LESSON):
         src = ns[ex.functions[1]]
         assert "// YOUR CODE HERE" in src and "pass" not in src.split("YOUR CODE HERE")[1].split("\n")[1]
-        cudac.compile_check(src, ex.kernels)
+        # ...and the visible check says that it is still a stub
+        assert cudac.compile_check(src, ex.kernels).endswith("write the kernel there")
+
+
+@needs_nvcc
+def test_show_compile_is_compile_check_where_nvcc_is_installed():
+    assert cudac.show_compile(GOOD, ("scale",)) == cudac.compile_check(GOOD, ("scale",))
+    with pytest.raises(cudac.CudaCompileError):
+        cudac.show_compile(GOOD.replace("a * x[i]", "a * z[i]"), ("scale",))
+
+
+def test_show_compile_without_nvcc_says_why_instead_of_raising(monkeypatch):
+    monkeypatch.setattr(cudac, "has_nvcc", lambda: False)
+    assert cudac.show_compile(GOOD, ("scale",)).startswith("not compiled: nvcc")
 
 
 def test_without_a_gpu_kernels_cannot_run_and_say_why():

@@ -86,8 +86,8 @@ exercise(LESSON, LAYERNORM, "layernorm_regs", "v3 LayerNorm: one warp per row, t
 exercise(LESSON, LAYERNORM, "layernorm_block", "v4 LayerNorm: one block per row, the row in registers",
          ("layernorm_block", "LAYERNORM_BLOCK_SRC"), BLOCK, LN_COMMON + [
              Spec("C=4097", (9, 4097), eps=1e-5, seed=20),
-             Spec("C=16384, 64 rows (every warp of a 1024-thread block)", (64, 16384), eps=1e-5, seed=21),
-             Spec("C=40000 (K=16, 1024 threads)", (3, 40000), eps=1e-5, seed=22),
+             Spec("C=16384, 64 rows (K=8, 16 warps of 32 per block)", (64, 16384), eps=1e-5, seed=21),
+             Spec("C=40000 (K=16, 640 threads: 20 warps)", (3, 40000), eps=1e-5, seed=22),
              Spec("C=65536, the longest row a block holds", (3, 65536), eps=1e-5, seed=23),
              big_mean((32, 20000)),
              Spec("bad input: C=65537 is too long for one block's registers", (2, 65537), bad="too_long", seed=24),

@@ -45,7 +45,7 @@ _exercise(
     "rmsnorm_fwd_rows", "RMSNorm forward: several rows per program",
     ("rmsnorm_fwd_rows", "_rmsnorm_fwd_rows_kernel"), ("_rmsnorm_fwd_rows_kernel",),
     COMMON + [
-        Spec("rows_per_program=4, M=5 (last program half empty)", (5, 33), kwargs={"rows_per_program": 4}, seed=30),
+        Spec("rows_per_program=4, M=5 (the last program has 1 row of 4)", (5, 33), kwargs={"rows_per_program": 4}, seed=30),
         Spec("rows_per_program=8, M=1023, N=64", (1023, 64), kwargs={"rows_per_program": 8}, seed=31),
         Spec("rows_per_program=16, N=1, M=37", (37, 1), kwargs={"rows_per_program": 16}, seed=32),
         Spec("rows_per_program=2, bf16 300x512, strided", (300, 512), BF16, row_pad=8,
