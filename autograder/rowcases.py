@@ -11,7 +11,7 @@ from typing import Callable
 
 import torch
 
-from helpers.compare import Tolerance, compare, tolerance_for
+from helpers.compare import compare_outputs
 from helpers.env import device, on_gpu
 from helpers.reference import layernorm_ref, rmsnorm_ref, softmax_ref
 
@@ -130,17 +130,9 @@ def judge_run(ex: Exercise, s: Spec, fn, op: Op) -> tuple[bool, str]:
         return False, f"modified its input x: write only into {', '.join(op.outputs)}"
     refs = op.ref(x0, w0, b0, s.eps)
     errs = []
-    for name, got, ref in zip(op.outputs, out, refs):
-        if name == "y":
-            tol = tolerance_for(op.name, s.dtype)
-            if s.atol is not None:
-                tol = Tolerance(atol=max(tol.atol, s.atol), rtol=tol.rtol)
-            r = compare(got, ref, tol, name="y", dtype=s.dtype, device=device())
-        else:
-            tol = tolerance_for("stat", torch.float32)
-            if s.stat_rtol is not None:
-                tol = Tolerance(atol=tol.atol, rtol=max(tol.rtol, s.stat_rtol))
-            r = compare(got, ref, tol, name=name, dtype=torch.float32, device=device())
+    results = compare_outputs(op.name, out, refs, s.dtype, names=op.outputs, atol=s.atol, stat_rtol=s.stat_rtol,
+                              device=device())
+    for name, r in zip(op.outputs, results):
         if not r:
             hint = op.stat_hints.get(name)
             return False, r.message + (f" ({hint})" if hint else "") + (f". {s.hint}" if s.hint else "")

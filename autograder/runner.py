@@ -8,7 +8,7 @@ import traceback
 
 from .registry import Exercise, get
 
-STUB_MARKER = "YOUR CODE HERE"
+STUB_MARKER = "YOUR CODE HERE"   # of every stub region (autograder.stubs; helpers.cudac.STUB_TODO, a test keeps them equal)
 
 
 def _source(obj) -> str:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from nbgrader.preprocessors import ClearSolutions, NbGraderPreprocessor
 
-STUB = "# YOUR CODE HERE\npass"
-C_STUB = "// YOUR CODE HERE"
+from .runner import STUB_MARKER
+
+STUB = f"# {STUB_MARKER}\npass"
+C_STUB = f"// {STUB_MARKER}"
 
 
 def c_stubs(source: str) -> str:

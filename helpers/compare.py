@@ -102,6 +102,30 @@ class CompareResult:
         return self.ok
 
 
+def compare_outputs(op: str, actual, expected, dtype: torch.dtype, *, names=("y", "mean", "rstd"),
+                    atol: float | None = None, stat_rtol: float | None = None,
+                    device: str | None = None) -> list[CompareResult]:
+    """Each output of a row-wise op against its float64 reference, with the tolerance the hidden cases use.
+
+    `y` (of `dtype`) gets tolerance_for(op, dtype), its atol raised to `atol` where given (rows whose own float
+    rounding is larger, e.g. mean 1e4 in fp32); the statistics (float32: mean, rstd) get tolerance_for("stat"),
+    their rtol raised to `stat_rtol` where given. One result per name, in order.
+    """
+    results = []
+    for name, got, ref in zip(names, actual, expected):
+        if name == "y":
+            tol = tolerance_for(op, dtype)
+            if atol is not None:
+                tol = Tolerance(atol=max(tol.atol, atol), rtol=tol.rtol)
+            results.append(compare(got, ref, tol, name=name, dtype=dtype, device=device))
+        else:
+            tol = tolerance_for("stat", torch.float32)
+            if stat_rtol is not None:
+                tol = Tolerance(atol=tol.atol, rtol=max(tol.rtol, stat_rtol))
+            results.append(compare(got, ref, tol, name=name, dtype=torch.float32, device=device))
+    return results
+
+
 def _fmt_index(flat_idx: int, shape) -> tuple:
     return tuple(int(i) for i in torch.unravel_index(torch.tensor(flat_idx), tuple(shape))) if len(shape) else ()
 

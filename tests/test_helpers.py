@@ -203,3 +203,20 @@ def test_compare_without_kernel_hints_keeps_the_verdict_drops_the_kernel_advice(
     assert not with_hints.ok and not plain.ok
     assert "mask" in with_hints.message and "mask" not in plain.message
     assert plain.message in with_hints.message
+
+
+def test_compare_outputs_uses_the_hidden_cases_tolerances():
+    from helpers.compare import compare_outputs
+    g = torch.Generator().manual_seed(0)
+    y_ref, mean_ref, rstd_ref = torch.randn(4, 8, generator=g).double(), torch.full((4,), 1e4).double(), \
+        torch.ones(4).double()
+    y, mean, rstd = (y_ref + 5e-3).float(), mean_ref.float(), (rstd_ref * (1 + 1e-4)).float()
+    plain = compare_outputs("layernorm", (y, mean, rstd), (y_ref, mean_ref, rstd_ref), torch.float32)
+    assert [r.message.split(":")[0] for r in plain] == ["y", "mean", "rstd"]
+    assert [bool(r) for r in plain] == [False, True, False]          # y off by 5e-3, rstd by 1e-4 relative
+    widened = compare_outputs("layernorm", (y, mean, rstd), (y_ref, mean_ref, rstd_ref), torch.float32,
+                              atol=1e-2, stat_rtol=3e-4)
+    assert all(widened)
+    # y must have the dtype given (x's); the statistics float32
+    r = compare_outputs("rmsnorm", (y, rstd.double()), (y_ref, rstd_ref), torch.bfloat16, names=("y", "rstd"))
+    assert not r[0] and "bfloat16" in r[0].message and not r[1] and "float32" in r[1].message

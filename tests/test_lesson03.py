@@ -62,6 +62,12 @@ def test_every_student_cuda_string_compiles_before_any_work():
         assert cudac.compile_check(src, ex.kernels).endswith("write the kernel there")
 
 
+def test_one_spelling_of_the_stub_marker():
+    from autograder.runner import STUB_MARKER
+    from autograder.stubs import C_STUB, STUB
+    assert cudac.STUB_TODO == STUB_MARKER and STUB_MARKER in STUB and STUB_MARKER in C_STUB
+
+
 @needs_nvcc
 def test_show_compile_is_compile_check_where_nvcc_is_installed():
     assert cudac.show_compile(GOOD, ("scale",)) == cudac.compile_check(GOOD, ("scale",))

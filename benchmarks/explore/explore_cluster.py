@@ -1982,7 +1982,7 @@ def pair_numerics(name, fn, extra=()):
     kinds at the long rows, and the Specs in extra): emit, per kind, whether y, mean and rstd are within the
     course's tolerances."""
     from autograder.rowcases import LAYERNORM, Spec, make_inputs
-    from helpers.compare import Tolerance, compare, tolerance_for
+    from helpers.compare import compare_outputs
     kinds = [Spec("|x|~300", (8, 32768), torch.float16, scale=300.0, eps=1e-5, seed=70),
              Spec("|x|~300", (8, 32768), torch.bfloat16, scale=300.0, eps=1e-5, seed=71),
              Spec("mean 1e4", (8, 32768), torch.bfloat16, offset=1e4, eps=1e-5, atol=1e-2, stat_rtol=5e-5, seed=72),
@@ -1996,16 +1996,10 @@ def pair_numerics(name, fn, extra=()):
         out = (torch.empty_like(x), torch.empty(M, device="cuda"), torch.empty(M, device="cuda"))
         fn(x, w, b, *out)
         torch.cuda.synchronize()
-        bad = []
-        for what, got, ref in zip(LAYERNORM.outputs, out, LAYERNORM.ref(x.cpu(), w.cpu(), b.cpu(), s.eps)):
-            tol = tolerance_for("layernorm", s.dtype) if what == "y" else tolerance_for("stat", torch.float32)
-            if what == "y" and s.atol:
-                tol = Tolerance(max(tol.atol, s.atol), tol.rtol)
-            if what != "y" and s.stat_rtol:
-                tol = Tolerance(tol.atol, max(tol.rtol, s.stat_rtol))
-            r = compare(got.cpu(), ref, tol, name=what)
-            if not r:
-                bad.append(r.message[:160])
+        results = compare_outputs("layernorm", [o.cpu() for o in out],
+                                  LAYERNORM.ref(x.cpu(), w.cpu(), b.cpu(), s.eps), s.dtype,
+                                  atol=s.atol, stat_rtol=s.stat_rtol)
+        bad = [r.message[:160] for r in results if not r]
         emit(numerics=name, rows=s.name, dtype=str(s.dtype)[6:], ok=not bad, **({"failed": bad} if bad else {}))
 
 
