@@ -7,11 +7,12 @@ from .env import setup, device, on_gpu, device_name
 
 setup()
 
-from .compare import Tolerance, CompareResult, compare, compare_outputs, tolerance_for, poison_, is_poison  # noqa: E402
+from .compare import (Tolerance, CompareResult, compare, compare_each, compare_outputs, print_verdict,  # noqa: E402
+                      tolerance_for, poison_, is_poison)
 from .reference import rmsnorm_ref, layernorm_ref, softmax_ref  # noqa: E402
 from .validate import check_rows_input  # noqa: E402
 from .workspace import split_workspace  # noqa: E402
 
-__all__ = ["setup", "device", "on_gpu", "device_name", "Tolerance", "CompareResult", "compare", "compare_outputs",
-           "tolerance_for", "poison_", "is_poison", "rmsnorm_ref", "layernorm_ref", "softmax_ref", "check_rows_input",
-           "split_workspace"]
+__all__ = ["setup", "device", "on_gpu", "device_name", "Tolerance", "CompareResult", "compare", "compare_each",
+           "compare_outputs", "print_verdict", "tolerance_for", "poison_", "is_poison", "rmsnorm_ref", "layernorm_ref",
+           "softmax_ref", "check_rows_input", "split_workspace"]

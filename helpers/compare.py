@@ -126,6 +126,38 @@ def compare_outputs(op: str, actual, expected, dtype: torch.dtype, *, names=("y"
     return results
 
 
+def compare_each(actual, expected, tols, names, *, dtype: torch.dtype | None = None) -> list[CompareResult]:
+    """A visible check of a function with one or more outputs: each against its float64 reference and tolerance.
+
+    `actual` is a tuple/list with one tensor per name (a bare tensor when there is one name); anything else
+    (None from an untouched stub, a wrong count) gives one failing result that says what came back. No kernel
+    hints: for the lessons whose exercises are PyTorch functions, not kernels.
+    """
+    names, tols = tuple(names), tuple(tols)
+    if len(tols) != len(names) or len(tuple(expected)) != len(names):
+        raise ValueError(f"compare_each: {len(names)} names, {len(tols)} tolerances, {len(tuple(expected))} references")
+    if len(names) == 1 and isinstance(actual, torch.Tensor):
+        actual = (actual,)
+    if actual is None:
+        return [CompareResult(False, f"{', '.join(names)}: got None (not implemented yet, or a missing return?)")]
+    if not isinstance(actual, (tuple, list)) or len(actual) != len(names):
+        got = f"a {type(actual).__name__} of {len(actual)}" if isinstance(actual, (tuple, list)) else type(actual).__name__
+        return [CompareResult(False, f"expected {len(names)} outputs ({', '.join(names)}), got {got}")]
+    return [compare(a, e, t, name=n, dtype=dtype, kernel_hints=False)
+            for a, e, t, n in zip(actual, expected, tols, names)]
+
+
+def print_verdict(label: str, results: list[CompareResult]) -> bool:
+    """Print one line for a visible check: "label: ok (max abs err ...)" or what failed; return whether all passed."""
+    bad = [r for r in results if not r]
+    if bad:
+        print(f"{label}: FAILED: " + "; ".join(r.message for r in bad))
+        return False
+    errs = ", ".join(r.message.split(":", 1)[0] + f" {r.max_abs_err:.1e}" for r in results)
+    print(f"{label}: ok (max abs err {errs}; within the hidden cases' tolerance)")
+    return True
+
+
 def _fmt_index(flat_idx: int, shape) -> tuple:
     return tuple(int(i) for i in torch.unravel_index(torch.tensor(flat_idx), tuple(shape))) if len(shape) else ()
 
@@ -156,7 +188,7 @@ def compare(actual, expected: torch.Tensor, tol: Tolerance, *, name: str = "y",
         return CompareResult(True, f"{name}: ok (empty)", 0.0)
 
     unwritten = is_poison(actual)
-    exp = expected.to(device=actual.device, dtype=torch.float64)
+    exp = expected.detach().to(device=actual.device, dtype=torch.float64)
     act = actual.detach().to(torch.float64)
     finite_ref = torch.isfinite(exp)
     if unwritten.any():

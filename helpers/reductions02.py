@@ -17,6 +17,8 @@ from typing import Callable
 import numpy as np
 import torch
 
+from .compare import Tolerance
+
 WARP = 32                            # lanes in a warp: the butterfly below runs over exactly this many
 OFFSETS = (16, 8, 4, 2, 1)           # the xor distances of its five rounds
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -82,6 +84,43 @@ def check_lanes(values) -> int:
             raise ValueError(f"every tensor of the state needs a leading lane dimension of {WARP}, "
                              f"got shape {tuple(t.shape)}")
     return WARP
+
+
+# --------------------------------------------------------------------------- tolerances and references
+# What the hidden cases allow (the grader imports these; the visible checks print verdicts with them). From
+# measurement: a correct fp32 (fp64 for fp64) computation passes every case with room to spare; exp/sum in fp16,
+# a missing max subtraction, an unrescaled l or the one-pass variance formula on data of mean 1e4 do not.
+_F16, _BF16, _F32, _F64 = torch.float16, torch.bfloat16, torch.float32, torch.float64
+PROB_TOL = {_F64: Tolerance(1e-15, 1e-12), _F32: Tolerance(1e-7, 1e-5), _F16: Tolerance(1e-7, 6e-4),
+            _BF16: Tolerance(1e-9, 4.5e-3)}                       # softmax outputs
+STATE_TOL = {_F64: Tolerance(0.0, 1e-12), _F32: Tolerance(0.0, 1e-5)}  # online-softmax states (m, l)
+VAR_TOL = {_F64: Tolerance(1e-13, 1e-9), _F32: Tolerance(1e-6, 1e-4), _F16: Tolerance(1e-3, 2e-3),
+           _BF16: Tolerance(1e-2, 1e-2)}
+MEAN_TOL = {_F64: Tolerance(1e-13, 1e-13), _F32: Tolerance(1e-6, 2e-6), _F16: Tolerance(1e-3, 1e-3),
+            _BF16: Tolerance(1e-2, 8e-3)}
+EXACT = Tolerance(0.0, 0.0)                                           # counts
+
+
+def welford_ref(data: torch.Tensor):
+    """(count, mean, M2) of the values along the last dim, in float64; (0, 0, 0) for none."""
+    d = data.double()
+    n = d.shape[-1]
+    count = torch.full(d.shape[:-1], float(n), dtype=_F64)
+    if n == 0:
+        return count, torch.zeros_like(count), torch.zeros_like(count)
+    mean = d.mean(dim=-1)
+    return count, mean, ((d - mean.unsqueeze(-1)) ** 2).sum(dim=-1)
+
+
+def welford_tol(dtype: torch.dtype, data: torch.Tensor) -> tuple[Tolerance, Tolerance]:
+    """(mean, M2) tolerances of a Welford state over data like this: relative, plus an absolute floor at its scale."""
+    d = data.double()
+    scale = float(d.abs().max()) if d.numel() else 1.0
+    spread = float(d.std()) if d.numel() > 1 else 1.0
+    n = max(d.shape[-1], 1)
+    if dtype == _F64:
+        return Tolerance(1e-13 * scale, 1e-12), Tolerance(1e-10 * n * spread ** 2, 1e-10)
+    return Tolerance(4e-7 * scale, 1e-5), Tolerance(1e-4 * n * spread ** 2 + 1e-6, 1e-3)
 
 
 # --------------------------------------------------------------------------- where exp overflows

@@ -220,3 +220,27 @@ def test_compare_outputs_uses_the_hidden_cases_tolerances():
     # y must have the dtype given (x's); the statistics float32
     r = compare_outputs("rmsnorm", (y, rstd.double()), (y_ref, rstd_ref), torch.bfloat16, names=("y", "rstd"))
     assert not r[0] and "bfloat16" in r[0].message and not r[1] and "float32" in r[1].message
+
+
+def test_compare_each_judges_every_output_and_names_what_came_back():
+    ref = (torch.zeros(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64))
+    tol = helpers.Tolerance(1e-6, 1e-6)
+    ok = helpers.compare_each((torch.zeros(3), torch.ones(3)), ref, [tol] * 2, ["a", "b"])
+    assert [bool(r) for r in ok] == [True, True]
+    off = helpers.compare_each((torch.zeros(3), torch.full((3,), 1.1)), ref, [tol] * 2, ["a", "b"])
+    assert [bool(r) for r in off] == [True, False] and "b:" in off[1].message
+    for wrong, says in ((None, "got None"), (torch.zeros(3), "got Tensor"), ((torch.zeros(3),), "got a tuple of 1")):
+        (r,) = helpers.compare_each(wrong, ref, [tol] * 2, ["a", "b"])
+        assert not r and says in r.message, r.message
+    (r,) = helpers.compare_each(torch.zeros(3), ref[:1], [tol], ["a"])     # one output: a bare tensor is fine
+    assert r
+    with pytest.raises(ValueError, match="2 names, 1 tolerances"):
+        helpers.compare_each(ok, ref, [tol], ["a", "b"])
+
+
+def test_print_verdict_says_ok_only_when_all_pass(capsys):
+    good = helpers.CompareResult(True, "a: ok (max abs err 1e-7)", 1e-7)
+    bad = helpers.CompareResult(False, "b: 3 of 3 elements off")
+    assert helpers.print_verdict("x", [good]) and "x: ok (max abs err a 1.0e-07" in capsys.readouterr().out
+    assert not helpers.print_verdict("y", [good, bad])
+    assert capsys.readouterr().out.strip() == "y: FAILED: b: 3 of 3 elements off"

@@ -16,6 +16,7 @@ import torch
 
 from helpers.compare import CompareResult, Tolerance
 from helpers.compare import compare as _compare
+from helpers.reductions02 import MEAN_TOL, PROB_TOL, STATE_TOL, VAR_TOL, welford_ref, welford_tol
 
 from ..harness import student_call
 from ..registry import Case, Exercise, register
@@ -36,11 +37,6 @@ _INSTEAD = {
     "std_mean": "compute (count, mean, M2) chunk by chunk and merge them with welford_merge",
 }
 
-# Output tolerances, from measurement: a correct fp32 (fp64 for fp64) computation passes every case
-# with room to spare; exp/sum in fp16, a missing max subtraction or an unrescaled l do not.
-PROB_TOL = {F64: Tolerance(1e-15, 1e-12), F32: Tolerance(1e-7, 1e-5), F16: Tolerance(1e-7, 6e-4),
-            BF16: Tolerance(1e-9, 4.5e-3)}
-STATE_TOL = {F64: Tolerance(0.0, 1e-12), F32: Tolerance(0.0, 1e-5)}
 
 
 def compare(actual, expected, tol, *, name="y", dtype=None) -> CompareResult:
@@ -436,28 +432,6 @@ register(Exercise(
 
 # ============================================================================ Welford
 
-def welford_ref(data: torch.Tensor):
-    """(count, mean, M2) of the values along the last dim, in float64; (0, 0, 0) for none."""
-    d = data.double()
-    n = d.shape[-1]
-    count = torch.full(d.shape[:-1], float(n), dtype=F64)
-    if n == 0:
-        return count, torch.zeros_like(count), torch.zeros_like(count)
-    mean = d.mean(dim=-1)
-    return count, mean, ((d - mean.unsqueeze(-1)) ** 2).sum(dim=-1)
-
-
-def _welford_tol(dtype, data: torch.Tensor):
-    """(mean, M2) tolerances for data like this: relative, plus an absolute floor at its scale."""
-    d = data.double()
-    scale = float(d.abs().max()) if d.numel() else 1.0
-    spread = float(d.std()) if d.numel() > 1 else 1.0
-    n = max(d.shape[-1], 1)
-    if dtype == F64:
-        return Tolerance(1e-13 * scale, 1e-12), Tolerance(1e-10 * n * spread ** 2, 1e-10)
-    return Tolerance(4e-7 * scale, 1e-5), Tolerance(1e-4 * n * spread ** 2 + 1e-6, 1e-3)
-
-
 UPDATE_HINTS = {
     "count": "count = count + 1",
     "mean": "mean = mean + delta / count, with delta = x - mean and the NEW count (so the first value gives mean = x)",
@@ -475,7 +449,7 @@ def _judge_welford(out, ref, dtype, data, hints) -> tuple[bool, str]:
     bad = _as_tuple(out, 3, "(count, mean, M2)")
     if bad:
         return False, bad
-    tol_mean, tol_m2 = _welford_tol(dtype, data)
+    tol_mean, tol_m2 = welford_tol(dtype, data)
     empty = bool((ref[0] == 0).any())
     for name, got, want, tol in zip(("count", "mean", "M2"), out, ref, (Tolerance(0.0, 0.0), tol_mean, tol_m2)):
         r = compare(got, want, tol, name=name, dtype=dtype)
@@ -601,10 +575,6 @@ register(Exercise(id="welford", lesson=LESSON, title="Welford's update and Chan'
 
 # ============================================================================ var_mean_welford
 
-VAR_TOL = {F64: Tolerance(1e-13, 1e-9), F32: Tolerance(1e-6, 1e-4), F16: Tolerance(1e-3, 2e-3),
-           BF16: Tolerance(1e-2, 1e-2)}
-MEAN_TOL = {F64: Tolerance(1e-13, 1e-13), F32: Tolerance(1e-6, 2e-6), F16: Tolerance(1e-3, 1e-3),
-            BF16: Tolerance(1e-2, 8e-3)}
 CANCELLATION = ("; these rows have mean/std = {r:.0e}: E[x^2] - E[x]^2 subtracts two numbers that agree in their "
                 "first {d:.0f} digits, and float32 keeps about 7: catastrophic cancellation (relative error about "
                 "eps*(mean/std)^2). Compute each chunk's M2 = sum((x - mean_chunk)^2) and merge the chunks with "
