@@ -1,7 +1,8 @@
 """make bench: time the reference solutions of the GPU lessons (03 CUDA C, 04-05 Triton) and their peers.
 
 The kernels come from solutions/*.ipynb (the one source), loaded without Jupyter. For each lesson,
-merges its rows into benchmarks/results/<device>.json, writes <device>_<lesson>_<op>.png, prints a table.
+merges its rows into benchmarks/results/<device>.json, writes <device>_<lesson>_<op>.png, prints a table; a full run
+(no --n, no --dtype) adds a lesson's further measurements (lesson 05: autotuning its tile kernel, section 5).
     python -m benchmarks.run [--lesson 04] [--lesson 05] [--dtype bfloat16] [--n 4096]
 """
 from __future__ import annotations
@@ -78,6 +79,10 @@ def main(argv=None) -> int:
         bench.print_table(res)
         print("\nwrote", path.relative_to(ROOT), "and", png.relative_to(ROOT))
         status |= 1 if res["failures"] else 0
+        if not (a.n or a.dtype):   # a lesson's further measurements (lesson 05: autotuning), in full runs only
+            for extra in getattr(mod, "extra_runs", lambda ns, progress: [])(ns, sys.stderr.isatty()):
+                print("\nwrote", bench.save(extra).relative_to(ROOT))
+                status |= 1 if extra["failures"] else 0
     return status
 
 

@@ -172,6 +172,8 @@ def save(results: dict, directory: Path | str = RESULTS_DIR) -> Path:
     done = {(r["lesson"], r["op"]) for r in results["rows"]}
     kept = [r for r in old.get("rows", []) if (r["lesson"], r["op"]) not in done]
     merged = {k: v for k, v in results.items() if k not in ("rows", "failures")}
+    # the file's copy figures are the latest run's; each row keeps its own run's (copy_gbs, copy_gbs_dtype)
+    merged["copy_gbs_by_dtype"] = {**old.get("copy_gbs_by_dtype", {}), **results.get("copy_gbs_by_dtype", {})}
     merged["rows"] = kept + results["rows"]
     path.write_text(json.dumps(merged, indent=1) + "\n")
     return path

@@ -73,3 +73,111 @@ def run(impls: dict[str, Callable], *, with_peers: bool = True, Ns=bench.DEFAULT
 
 def show_recorded():
     return bench.show_recorded(LESSON, OP)
+
+
+# ----------------------------------------------------------------------------- autotuning, and what it costs
+# Section 5 of lesson 05: the tile kernel of exercise 1 under triton.autotune, against the dispatcher's table.
+AUTOTUNE_OP = "layernorm_autotune"
+TUNE_ROWS = (1, 2, 4, 8, 16)         # rows per program (BLOCK_M)
+TUNE_WARPS = (1, 2, 4, 8, 16)
+TUNE_MAX_TILE = 16384                # elements of a [BLOCK_M, BLOCK_N] tile; larger tiles spill (section 2)
+TUNE_NS = (512, 1024, 2048, 4096)    # the short rows, where the table's choice matters most
+TUNE_DTYPES = ("bfloat16", "float32")
+TUNED, TABLE = "tile, autotuned", "dispatcher (the H100 table)"
+
+
+def tune_configs(block_n: int) -> list:
+    """The configurations autotuning tries for rows of BLOCK_N columns: every rows x warps pair whose tile fits."""
+    import triton
+
+    return [triton.Config({"BLOCK_M": r}, num_warps=w) for r in TUNE_ROWS for w in TUNE_WARPS
+            if r * block_n <= TUNE_MAX_TILE]
+
+
+def autotuned_tile(kernel):
+    """Exercise 1's kernel (its given signature) under triton.autotune, keyed on N (Triton adds the dtypes of the
+    tensor arguments to the key). Returns launch(x, w, b, eps) -> (y, mean, rstd) for 2-D contiguous x, and a log
+    {(N, dtype name): (seconds the first call took, the chosen triton.Config, configs tried)}."""
+    import time
+
+    import triton
+
+    every = tune_configs(1)                  # pruned per N below
+
+    def fitting(configs, named_args, **kwargs):
+        return [c for c in configs if c.kwargs["BLOCK_M"] * kwargs["BLOCK_N"] <= TUNE_MAX_TILE] or configs[:1]
+
+    tuned = triton.autotune(configs=every, key=["N"], prune_configs_by={"early_config_prune": fitting})(kernel)
+    log: dict = {}
+
+    def launch(x, w, b, eps=EPS):
+        if x.ndim != 2 or x.stride(-1) != 1:
+            raise ValueError(f"launch takes 2-D x with a contiguous last dim, got shape {tuple(x.shape)}")
+        M, N = x.shape
+        y = torch.empty_like(x)
+        mean = torch.empty(M, device=x.device, dtype=torch.float32)
+        rstd = torch.empty(M, device=x.device, dtype=torch.float32)
+        key = (N, str(x.dtype).removeprefix("torch."))
+        first = key not in log
+        if first:
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+        block_n = triton.next_power_of_2(N)
+        tuned[lambda meta: (triton.cdiv(M, meta["BLOCK_M"]),)](
+            x, y, x if w is None else w, x if b is None else b, mean, rstd, M, N, x.stride(0), y.stride(0), eps,
+            BLOCK_N=block_n, HAS_WEIGHT=w is not None, HAS_BIAS=b is not None)
+        if first:
+            torch.cuda.synchronize()
+            log[key] = (time.perf_counter() - t0, tuned.best_config, len(tune_configs(block_n)))
+        return y, mean, rstd
+
+    return launch, log
+
+
+def autotune_demo(kernel, dispatcher, *, Ns=TUNE_NS, dtypes=TUNE_DTYPES, progress: bool = True) -> dict:
+    """Autotune exercise 1's tile kernel for each N and dtype, then time it against `dispatcher` (fn(x, w, b, eps))
+    with the benchmark's protocol; print what tuning cost, what it chose and how fast each is."""
+    launch, log = autotuned_tile(kernel)
+    impls = {TABLE: lambda x, w, b: dispatcher(x, w, b, EPS), TUNED: lambda x, w, b: launch(x, w, b, EPS)}
+    res = bench.sweep(impls, lesson=LESSON, op=AUTOTUNE_OP, make_inputs=make_inputs, n_bytes=n_bytes, check=check,
+                      Ns=Ns, dtypes=dtypes, progress=progress)
+    for row in res["rows"]:
+        if row["impl"] == TUNED:
+            secs, cfg, tried = log[(row["N"], row["dtype"])]
+            rows = cfg.kwargs["BLOCK_M"]
+            row.update(tune_s=round(secs, 2), configs_tried=tried,
+                       config=f"{rows} row{'s' if rows > 1 else ''}, {cfg.num_warps} warps")
+    for f in res["failures"]:
+        print("not timed (wrong output):", f)
+    print_autotune(res)
+    return res
+
+
+def print_autotune(res: dict) -> None:
+    """One line per (dtype, N): the table's and the autotuned kernel's % of copy, the choice, what tuning took."""
+    by = {(r["dtype"], r["N"], r["impl"]): r for r in res["rows"]}
+    copy = res["rows"][0]["copy_gbs"] if res["rows"] else res["copy_gbs"]
+    print(f"{res['device']}, % of the copy roofline ({copy:.0f} GB/s); tuning = the first call for a new N")
+    print(f"{'dtype':9} {'N':>6} {'table':>6} {'tuned':>6}  {'chosen':18} {'tuning':>8}")
+    for dt, N in sorted({(r["dtype"], r["N"]) for r in res["rows"]}, key=lambda k: (k[0], k[1])):
+        table, tuned = by.get((dt, N, TABLE)), by.get((dt, N, TUNED))
+        if not (table and tuned):
+            continue
+        print(f"{dt:9} {N:>6} {table['pct_copy']:>6.1f} {tuned['pct_copy']:>6.1f}  {tuned['config']:18} "
+              f"{tuned['tune_s']:>6.1f} s  ({tuned['configs_tried']} configs)")
+
+
+def show_recorded_autotune():
+    """The CPU path of the autotuning cell: the tables recorded on GPUs."""
+    found = bench.load_recorded(LESSON, AUTOTUNE_OP)
+    if not found:
+        print(f"No recorded autotuning results in {bench.RESULTS_DIR}.")
+    for res in found:
+        print_autotune(res)
+        print()
+    return found
+
+
+def extra_runs(ns: dict, progress: bool = True) -> list[dict]:
+    """`make bench`'s further measurements for lesson 05, from the loaded solution notebook `ns`."""
+    return [autotune_demo(ns["_layernorm_fwd_kernel"], ns["layernorm"], progress=progress)]

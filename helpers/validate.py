@@ -52,6 +52,6 @@ def check_rows_input(x, weight=None, eps: float = 1e-6, *, bias=None, max_n: int
     if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not math.isfinite(eps) or eps < 0:
         raise ValueError(f"eps must be a finite number >= 0, got {eps!r}")
     if max_n is not None and N > max_n:
-        raise ValueError(f"N = {N} is too large for this {what} (at most {max_n} elements per row); "
+        raise ValueError(f"rows of {N} elements are too large for this {what} (at most {max_n} elements per row); "
                          f"{longer}")
     return x.numel() // N, N

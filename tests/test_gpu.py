@@ -58,3 +58,27 @@ def test_mutants_rejected_on_gpu(tmp_path, lesson, exercise, name, edits, expect
     assert not errors
     result = grade(get(exercise), ns)
     assert result["earned"] < result["possible"], name
+
+
+def test_autotuned_tile_is_correct_and_keeps_to_fitting_tiles():
+    """Lesson 05 section 5's autotuning wrapper: right numbers (bias only, non-power-of-two N), a chosen config
+    from the pruned set, its tuning logged once per key."""
+    import torch
+    import triton
+
+    import helpers
+    from autograder.notebook import load
+    from helpers import bench_layernorm as lb
+
+    ns, errors = load(ROOT / "solutions" / "05_triton_layernorm.ipynb")
+    assert not errors
+    launch, log = lb.autotuned_tile(ns["_layernorm_fwd_kernel"])
+    x = torch.randn(37, 3000, device="cuda", dtype=torch.bfloat16) + 5
+    b = torch.randn(3000, device="cuda", dtype=torch.bfloat16)
+    for _ in range(2):
+        out = launch(x, None, b)
+    results = helpers.compare_outputs("layernorm", out, helpers.layernorm_ref(x, None, b, lb.EPS), torch.bfloat16)
+    assert all(results), [r.message for r in results]
+    (key, (secs, cfg, tried)), = log.items()
+    assert key == (3000, "bfloat16") and secs > 0 and tried == len(lb.tune_configs(4096)) == 15
+    assert cfg.kwargs["BLOCK_M"] * triton.next_power_of_2(3000) <= lb.TUNE_MAX_TILE

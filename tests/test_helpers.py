@@ -1,4 +1,6 @@
 """Public helpers: correct answers, diagnostics that teach, and clear errors for bad input."""
+import json
+
 import pytest
 import torch
 
@@ -244,3 +246,41 @@ def test_print_verdict_says_ok_only_when_all_pass(capsys):
     assert helpers.print_verdict("x", [good]) and "x: ok (max abs err a 1.0e-07" in capsys.readouterr().out
     assert not helpers.print_verdict("y", [good, bad])
     assert capsys.readouterr().out.strip() == "y: FAILED: b: 3 of 3 elements off"
+
+
+def test_recorded_autotuning_prints_one_line_per_point(capsys):
+    """Lesson 05 section 5's CPU path: every recorded GPU's table, with the choice and the tuning time."""
+    from helpers import bench_layernorm as lb
+
+    found = lb.show_recorded_autotune()
+    assert found, "benchmarks/results/ has no autotuning record: run `make bench` on a GPU"
+    out = capsys.readouterr().out
+    for res in found:
+        assert {r["impl"] for r in res["rows"]} == {lb.TABLE, lb.TUNED}
+        points = {(r["dtype"], r["N"]) for r in res["rows"]}
+        assert len(points) == len(lb.TUNE_NS) * len(lb.TUNE_DTYPES)
+        for r in res["rows"]:
+            if r["impl"] == lb.TUNED:
+                assert r["tune_s"] > 0 and r["configs_tried"] == len(lb.tune_configs(r["N"]))
+                assert f"{r['config']:18} {r['tune_s']:>6.1f} s" in out
+        assert out.count(res["device"]) == 1
+
+
+def test_tune_configs_keep_tiles_small():
+    from helpers import bench_layernorm as lb
+
+    for block_n, n in ((512, 25), (2048, 20), (4096, 15), (16384, 5)):
+        configs = lb.tune_configs(block_n)
+        assert len(configs) == n and all(c.kwargs["BLOCK_M"] * block_n <= lb.TUNE_MAX_TILE for c in configs)
+
+
+def test_save_merges_rows_and_keeps_every_dtypes_copy(tmp_path):
+    row = dict(lesson="L", op="a", impl="x", dtype="bfloat16", M=1, N=1, gbs=1.0, pct_copy=1.0)
+    first = {"device": "Fake GPU", "copy_gbs": 3.0, "copy_gbs_by_dtype": {"float16": 2.0, "float32": 3.0},
+             "rows": [row], "failures": []}
+    bench.save(first, tmp_path)
+    later = {"device": "Fake GPU", "copy_gbs": 3.1, "copy_gbs_by_dtype": {"float32": 3.1},
+             "rows": [{**row, "op": "b"}], "failures": []}
+    data = json.loads(bench.save(later, tmp_path).read_text())
+    assert [r["op"] for r in data["rows"]] == ["a", "b"] and "failures" not in data
+    assert data["copy_gbs_by_dtype"] == {"float16": 2.0, "float32": 3.1}

@@ -10,7 +10,8 @@ On an NVIDIA H200 (2026-11-22, 0.5.11 kernels, % of the fp32 copy, best of two d
 - N = 2048 bf16: 93.9 at best, against the dispatcher's 94.4: the table holds there.
 The same day's `make bench` on the H200 has torch.compile at 95.3 / 94.3 at N = 512 / 1024 bf16 (README). On the
 H200, at N = 512 the best tiles have half the warps that the H100 table gives, and at N = 1024 the tile (2 rows,
-the table's 4 warps) beats the looped kernel that the table picks; re-tuning the lesson for it is open.
+the table's 4 warps) beats the looped kernel that the table picks. Lesson 05's section 5 now autotunes the tile on
+the student's GPU (`helpers.bench_layernorm.autotune_demo`); the dispatcher's table stays the H100's.
 """
 import torch, triton
 import helpers  # noqa: F401
