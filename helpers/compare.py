@@ -129,14 +129,16 @@ def compare_outputs(op: str, actual, expected, dtype: torch.dtype, *, names=("y"
 def compare_each(actual, expected, tols, names, *, dtype: torch.dtype | None = None) -> list[CompareResult]:
     """A visible check of a function with one or more outputs: each against its float64 reference and tolerance.
 
-    `actual` is a tuple/list with one tensor per name (a bare tensor when there is one name); anything else
-    (None from an untouched stub, a wrong count) gives one failing result that says what came back. No kernel
-    hints: for the lessons whose exercises are PyTorch functions, not kernels.
+    `actual` is a tuple/list with one tensor per name, or the output itself when there is one name; anything else
+    (None from an untouched stub, a wrong count) gives one failing result that says what came back. `dtype`: what
+    every output must be (the hidden cases check it). No kernel hints: for the lessons whose exercises are PyTorch
+    functions, not kernels.
     """
     names, tols = tuple(names), tuple(tols)
-    if len(tols) != len(names) or len(tuple(expected)) != len(names):
-        raise ValueError(f"compare_each: {len(names)} names, {len(tols)} tolerances, {len(tuple(expected))} references")
-    if len(names) == 1 and isinstance(actual, torch.Tensor):
+    expected = (expected,) if isinstance(expected, torch.Tensor) else tuple(expected)
+    if not names or len(tols) != len(names) or len(expected) != len(names):
+        raise ValueError(f"compare_each: {len(names)} names, {len(tols)} tolerances, {len(expected)} references")
+    if len(names) == 1 and not isinstance(actual, (tuple, list)):
         actual = (actual,)
     if actual is None:
         return [CompareResult(False, f"{', '.join(names)}: got None (not implemented yet, or a missing return?)")]
@@ -149,6 +151,8 @@ def compare_each(actual, expected, tols, names, *, dtype: torch.dtype | None = N
 
 def print_verdict(label: str, results: list[CompareResult]) -> bool:
     """Print one line for a visible check: "label: ok (max abs err ...)" or what failed; return whether all passed."""
+    if not results:
+        raise ValueError("print_verdict: no results to judge")
     bad = [r for r in results if not r]
     if bad:
         print(f"{label}: FAILED: " + "; ".join(r.message for r in bad))
@@ -175,7 +179,7 @@ def compare(actual, expected: torch.Tensor, tol: Tolerance, *, name: str = "y",
     if not isinstance(expected, torch.Tensor):
         raise TypeError(f"expected must be a torch.Tensor, got {type(expected).__name__}")
     if actual is None:
-        return CompareResult(False, f"{name}: got None (did the function return its outputs?)")
+        return CompareResult(False, f"{name}: got None (not implemented yet, or a missing return?)")
     if not isinstance(actual, torch.Tensor):
         return CompareResult(False, f"{name}: expected a torch.Tensor, got {type(actual).__name__}")
     if tuple(actual.shape) != tuple(expected.shape):

@@ -238,6 +238,10 @@ def test_compare_each_judges_every_output_and_names_what_came_back():
     assert r
     with pytest.raises(ValueError, match="2 names, 1 tolerances"):
         helpers.compare_each(ok, ref, [tol], ["a", "b"])
+    (r,) = helpers.compare_each(torch.zeros(3).numpy(), ref[0], [tol], ["a"])   # a bare reference tensor is fine
+    assert not r and "expected a torch.Tensor, got ndarray" in r.message
+    (r,) = helpers.compare_each(torch.zeros(3, dtype=torch.float64), ref[0], [tol], ["a"], dtype=torch.float32)
+    assert not r and "dtype torch.float64, expected torch.float32" in r.message
 
 
 def test_print_verdict_says_ok_only_when_all_pass(capsys):
@@ -246,6 +250,8 @@ def test_print_verdict_says_ok_only_when_all_pass(capsys):
     assert helpers.print_verdict("x", [good]) and "x: ok (max abs err a 1.0e-07" in capsys.readouterr().out
     assert not helpers.print_verdict("y", [good, bad])
     assert capsys.readouterr().out.strip() == "y: FAILED: b: 3 of 3 elements off"
+    with pytest.raises(ValueError, match="no results"):
+        helpers.print_verdict("z", [])
 
 
 def test_recorded_autotuning_prints_one_line_per_point(capsys):
@@ -263,7 +269,7 @@ def test_recorded_autotuning_prints_one_line_per_point(capsys):
             if r["impl"] == lb.TUNED:
                 assert r["tune_s"] > 0 and r["configs_tried"] == len(lb.tune_configs(r["N"]))
                 assert f"{r['config']:18} {r['tune_s']:>6.1f} s" in out
-        assert out.count(res["device"]) == 1
+        assert out.count(f"{res['device']}, % of the copy roofline") == 1
 
 
 def test_tune_configs_keep_tiles_small():
