@@ -1,7 +1,8 @@
 """Run a notebook's code cells without Jupyter: runtime dependencies only (json, no nbformat).
 
 Cells that only look (tagged `visible-check`, `benchmark` or `figure`) and nbgrader grade cells that are
-not answers (the `check(...)` cells) are skipped; IPython magics and shell lines are dropped.
+not answers (the `check(...)` cells) are skipped, unless their tag is asked for (`run_tags`); IPython magics
+and shell lines are dropped.
 A cell that raises is recorded and the rest still run, as they would for a student.
 """
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 SKIP_TAGS = {"visible-check", "benchmark", "figure"}
 
 
-def code_cells(path: str | Path) -> list[tuple[int, str, dict]]:
+def code_cells(path: str | Path, run_tags=()) -> list[tuple[int, str, dict]]:
     path = Path(path)
     try:
         nb = json.loads(path.read_text())
@@ -30,7 +31,7 @@ def code_cells(path: str | Path) -> list[tuple[int, str, dict]]:
         meta = cell.get("metadata", {})
         tags = set(meta.get("tags", []))
         nbg = meta.get("nbgrader", {})
-        if tags & SKIP_TAGS or (nbg.get("grade") and not nbg.get("solution")):
+        if tags & (SKIP_TAGS - set(run_tags)) or (nbg.get("grade") and not nbg.get("solution")):
             continue
         src = cell.get("source", "")
         src = "".join(src) if isinstance(src, list) else src
@@ -42,14 +43,17 @@ def strip_magics(src: str) -> str:
     return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in src.splitlines())
 
 
-def load(path: str | Path, quiet: bool = True) -> tuple[dict, list[str]]:
-    """Execute the notebook's code cells in a fresh namespace; return (namespace, cell errors)."""
+def load(path: str | Path, quiet: bool = True, run_tags=()) -> tuple[dict, list[str]]:
+    """Execute the notebook's code cells in a fresh namespace; return (namespace, cell errors).
+
+    run_tags: tags of looking cells to run too, in notebook order (e.g. ("visible-check",) with quiet=False).
+    """
     import helpers  # noqa: F401  (switches Triton to the interpreter before any kernel is defined)
 
     ns: dict = {"__name__": "__notebook__", "__builtins__": __builtins__}
     errors = []
     stem = Path(path).stem
-    for i, src, _ in code_cells(path):
+    for i, src, _ in code_cells(path, run_tags):
         code = strip_magics(src)
         filename = f"<{stem}-cell-{i}>"
         # Triton (and inspect) read kernel source through linecache, as in Jupyter.

@@ -15,6 +15,7 @@ from .reference import layernorm_ref
 
 LESSON, OP = "05_triton_layernorm", "layernorm_fwd"
 EPS = 1e-5
+BYTE_MODEL = "2*M*N*sizeof(x) + 2*N*sizeof(w)"   # n_bytes below
 
 
 def composite(x, w, b, eps=EPS):
@@ -67,7 +68,7 @@ def run(impls: dict[str, Callable], *, with_peers: bool = True, Ns=bench.DEFAULT
     if with_peers:
         fns.update(peers())
     return bench.run_and_plot(fns, lesson=LESSON, op=OP, make_inputs=make_inputs, n_bytes=n_bytes, check=check,
-                              byte_model="2*M*N*sizeof(x) + 2*N*sizeof(w)", Ns=Ns, dtypes=dtypes, plot_it=plot,
+                              byte_model=BYTE_MODEL, Ns=Ns, dtypes=dtypes, plot_it=plot,
                               progress=progress)
 
 
@@ -86,12 +87,15 @@ TUNE_DTYPES = ("bfloat16", "float32")
 TUNED, TABLE = "tile, autotuned", "dispatcher (the H100 table)"
 
 
-def tune_configs(block_n: int) -> list:
+def _fits(block_m: int, block_n: int) -> bool:
+    return block_m * block_n <= TUNE_MAX_TILE
+
+
+def tune_configs(block_n: int = 1) -> list:
     """The configurations autotuning tries for rows of BLOCK_N columns: every rows x warps pair whose tile fits."""
     import triton
 
-    return [triton.Config({"BLOCK_M": r}, num_warps=w) for r in TUNE_ROWS for w in TUNE_WARPS
-            if r * block_n <= TUNE_MAX_TILE]
+    return [triton.Config({"BLOCK_M": r}, num_warps=w) for r in TUNE_ROWS for w in TUNE_WARPS if _fits(r, block_n)]
 
 
 def autotuned_tile(kernel):
@@ -102,10 +106,8 @@ def autotuned_tile(kernel):
 
     import triton
 
-    every = tune_configs(1)                  # pruned per N below
-
-    def fitting(configs, named_args, **kwargs):
-        fit = [c for c in configs if c.kwargs["BLOCK_M"] * kwargs["BLOCK_N"] <= TUNE_MAX_TILE]
+    def fitting(configs, named_args, **kwargs):          # tune_configs(BLOCK_N), from the tuner's own list
+        fit = [c for c in configs if _fits(c.kwargs["BLOCK_M"], kwargs["BLOCK_N"])]
         if not fit:
             raise ValueError(f"rows of {kwargs['BLOCK_N']} columns do not fit a tile of {TUNE_MAX_TILE} elements: "
                              "autotuning here is for the short rows of the tile kernel")
@@ -113,7 +115,7 @@ def autotuned_tile(kernel):
 
     # The key is N (and the dtypes); HAS_WEIGHT / HAS_BIAS are not in it, so a config tuned with both is reused
     # without them: the same loads of x, at most two fewer vectors to read.
-    tuned = triton.autotune(configs=every, key=["N"], prune_configs_by={"early_config_prune": fitting})(kernel)
+    tuned = triton.autotune(configs=tune_configs(), key=["N"], prune_configs_by={"early_config_prune": fitting})(kernel)
     log: dict = {}
 
     def launch(x, w, b, eps=EPS):
@@ -145,16 +147,15 @@ def autotune_demo(kernel, dispatcher, *, Ns=TUNE_NS, dtypes=TUNE_DTYPES, progres
     with the benchmark's protocol; print what tuning cost, what it chose and how fast each is."""
     launch, log = autotuned_tile(kernel)
     impls = {TABLE: lambda x, w, b: dispatcher(x, w, b, EPS), TUNED: lambda x, w, b: launch(x, w, b, EPS)}
-    res = bench.sweep(impls, lesson=LESSON, op=AUTOTUNE_OP, make_inputs=make_inputs, n_bytes=n_bytes, check=check,
-                      Ns=Ns, dtypes=dtypes, progress=progress)
+    res = bench.run_and_plot(impls, lesson=LESSON, op=AUTOTUNE_OP, make_inputs=make_inputs, n_bytes=n_bytes,
+                             check=check, byte_model=BYTE_MODEL, Ns=Ns, dtypes=dtypes, plot_it=False,
+                             progress=progress)
     for row in res["rows"]:
         if row["impl"] == TUNED:
             secs, cfg, tried = log[(row["N"], row["dtype"])]
             rows = cfg.kwargs["BLOCK_M"]
             row.update(tune_s=round(secs, 2), configs_tried=len(tried),
                        config=f"{rows} row{'s' if rows > 1 else ''}, {cfg.num_warps} warps")
-    for f in res["failures"]:
-        print("not timed (wrong output):", f)
     print_autotune(res)
     return res
 

@@ -53,37 +53,24 @@ def test_student_copies_hold_no_solution():
         assert not leaked, f"{sol.name}: answer lines in the student copy: {leaked[:3]}"
 
 
-def _visible_check_output(path):
-    """Run a notebook's answer cells, then each visible-check cell; return (printed lines, crashed cells)."""
-    import contextlib
-    import io
+def _visible_check_output(path, capsys):
+    """Run a notebook as a student would, visible checks included; return (printed lines, crashed cells)."""
+    from autograder.notebook import load
 
-    from autograder.notebook import load, strip_magics
-
-    ns, _ = load(path)
-    lines, crashed = [], []
-    for i, cell in enumerate(json.loads(path.read_text())["cells"]):
-        if "visible-check" not in cell.get("metadata", {}).get("tags", []):
-            continue
-        sink = io.StringIO()
-        try:
-            with contextlib.redirect_stdout(sink):
-                exec(strip_magics("".join(cell["source"])), ns)
-        except Exception as e:  # noqa: BLE001  (the test reports which cell crashed)
-            crashed.append(f"cell {i}: {type(e).__name__}: {e}")
-        lines += sink.getvalue().splitlines()
-    return lines, crashed
+    capsys.readouterr()
+    _, crashed = load(path, quiet=False, run_tags=("visible-check",))
+    return capsys.readouterr().out.splitlines(), crashed
 
 
 @pytest.mark.parametrize("lesson", ["01_pytorch_norms", "02_stable_reductions"])
-def test_visible_checks_print_verdicts(lesson):
+def test_visible_checks_print_verdicts(lesson, capsys):
     """Lessons 01-02 (plain PyTorch, CPU): every visible check prints a verdict; the solution's are all "ok",
     the untouched student copy's all fail, saying that nothing came back, and no cell crashes."""
-    sol, crashed = _visible_check_output(ROOT / "solutions" / f"{lesson}.ipynb")
+    sol, crashed = _visible_check_output(ROOT / "solutions" / f"{lesson}.ipynb", capsys)
     assert not crashed, crashed
     verdicts = [line for line in sol if ": ok (" in line or "FAILED" in line]
     assert len(verdicts) >= 10 and all(": ok (" in line for line in verdicts), sol
-    stub, crashed = _visible_check_output(ROOT / "notebooks" / f"{lesson}.ipynb")
+    stub, crashed = _visible_check_output(ROOT / "notebooks" / f"{lesson}.ipynb", capsys)
     assert not crashed, crashed
     failed = [line for line in stub if "FAILED" in line]
     assert len(failed) == len(verdicts) and not any(": ok (" in line for line in stub), stub

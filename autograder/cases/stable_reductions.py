@@ -16,7 +16,7 @@ import torch
 
 from helpers.compare import CompareResult, Tolerance
 from helpers.compare import compare as _compare
-from helpers.reductions02 import MEAN_TOL, PROB_TOL, STATE_TOL, VAR_TOL, welford_ref, welford_tol
+from helpers.reductions02 import EXACT, MEAN_TOL, PROB_TOL, STATE_TOL, VAR_TOL, welford_ref, welford_tol
 
 from ..harness import student_call
 from ..registry import Case, Exercise, register
@@ -451,7 +451,7 @@ def _judge_welford(out, ref, dtype, data, hints) -> tuple[bool, str]:
         return False, bad
     tol_mean, tol_m2 = welford_tol(dtype, data)
     empty = bool((ref[0] == 0).any())
-    for name, got, want, tol in zip(("count", "mean", "M2"), out, ref, (Tolerance(0.0, 0.0), tol_mean, tol_m2)):
+    for name, got, want, tol in zip(("count", "mean", "M2"), out, ref, (EXACT, tol_mean, tol_m2)):
         r = compare(got, want, tol, name=name, dtype=dtype)
         if not r:
             extra = ""
@@ -755,7 +755,7 @@ def _lane_inputs(s: LaneSpec):
         v = (torch.randn(WARP, 5, generator=g, dtype=F64) * 10).to(s.dtype)
         v[3, 0], v[30, 0] = 1e6, -INF
         v[:, 4] = -INF
-        return v, torch.maximum, v.double().amax(0).expand(WARP, 5), Tolerance(0.0, 0.0)
+        return v, torch.maximum, v.double().amax(0).expand(WARP, 5), EXACT
     if s.kind == "or":
         v = torch.tensor([1 << lane for lane in range(WARP)], dtype=torch.int64)
         return v, _or, torch.full((WARP,), (1 << WARP) - 1, dtype=torch.int64), None
