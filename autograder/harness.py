@@ -59,6 +59,17 @@ _ORIG: dict = {}
 _INHERITED = object()
 
 
+def _triton_launchers():
+    """(JITFunction, GridExecutor): the classes whose calls launch a Triton kernel, compiled or interpreted;
+    None where Triton is not installed (it installs on Linux only; lessons 01-02 need none)."""
+    try:
+        from triton.runtime.interpreter import GridExecutor
+        from triton.runtime.jit import JITFunction
+    except ImportError:
+        return None
+    return JITFunction, GridExecutor
+
+
 @contextlib.contextmanager
 def student_call(forbidden: tuple[str, ...] = FORBIDDEN):
     """Context for running student code; yields a Spy with launches, forbidden calls, buffers.
@@ -66,11 +77,7 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN):
     `forbidden` names functions whose use is recorded in `spy.forbidden`, wherever they are reached:
     torch.nn.functional.<name>, torch.<name> and the tensor method Tensor.<name>.
     """
-    try:
-        import triton.runtime.jit as jit
-    except ImportError:   # no Triton here (it installs on Linux only): lessons 01-02 need none, nothing to count
-        jit = None
-
+    triton_launchers = _triton_launchers()
     spy = Spy()
     orig_empty, orig_like, orig_new = torch.empty, torch.empty_like, torch.Tensor.new_empty
     _ORIG["empty"] = orig_empty
@@ -105,6 +112,8 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN):
         setattr(owner, name, new)
 
     def counting(run):
+        # self.fn is the kernel's Python function: JITFunction.fn, and GridExecutor.fn (the interpreter's
+        # rewritten copy, which keeps the name)
         @functools.wraps(run)
         def wrapper(self, *a, **k):
             name = getattr(getattr(self, "fn", None), "__name__", "?")
@@ -121,13 +130,6 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN):
             return orig(*a, **k)
         patch(owner, name, wrapper)
 
-    patch(torch, "empty", empty)
-    patch(torch, "empty_like", empty_like)
-    patch(torch.Tensor, "new_empty", new_empty)
-    if jit is not None:
-        patch(jit.JITFunction, "run", counting(jit.JITFunction.run))
-    from helpers.cudac import CudaKernel
-
     def counting_cuda(call):
         @functools.wraps(call)
         def wrapper(self, *a, **k):
@@ -135,18 +137,23 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN):
             return call(self, *a, **k)
         return wrapper
 
-    patch(CudaKernel, "__call__", counting_cuda(CudaKernel.__call__))
-    try:
-        from triton.runtime.interpreter import InterpretedFunction
-        patch(InterpretedFunction, "run", counting(InterpretedFunction.run))
-    except ImportError:  # older triton: no interpreter class to count
-        pass
-    for name in forbidden:
-        for owner, label in ((torch.nn.functional, "torch.nn.functional"), (torch, "torch"),
-                             (torch.Tensor, "Tensor")):
-            if hasattr(owner, name):
-                forbid(owner, name, f"{label}.{name}")
-    try:
+    try:  # every patch inside the try: whatever fails half-way, `finally` restores what was patched
+        patch(torch, "empty", empty)
+        patch(torch, "empty_like", empty_like)
+        patch(torch.Tensor, "new_empty", new_empty)
+        if triton_launchers is not None:
+            jit_function, grid_executor = triton_launchers
+            patch(jit_function, "run", counting(jit_function.run))
+            # Interpreted launches all end in GridExecutor.__call__ (Triton 3.0-3.5 have no
+            # InterpretedFunction.run: `kernel[grid]` returns the GridExecutor itself)
+            patch(grid_executor, "__call__", counting(grid_executor.__call__))
+        from helpers.cudac import CudaKernel
+        patch(CudaKernel, "__call__", counting_cuda(CudaKernel.__call__))
+        for name in forbidden:
+            for owner, label in ((torch.nn.functional, "torch.nn.functional"), (torch, "torch"),
+                                 (torch.Tensor, "Tensor")):
+                if hasattr(owner, name):
+                    forbid(owner, name, f"{label}.{name}")
         yield spy
     finally:
         for owner, name, orig in reversed(patched):
