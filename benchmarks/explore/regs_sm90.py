@@ -13,43 +13,14 @@ thread (65536 per SM); see lesson 05, section 5, and explore_cluster.py stage "l
     python benchmarks/explore/regs_sm90.py      # a table for lesson 05's tile and looped kernels
 """
 import json
-import re
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
 
 ROOT = Path(__file__).resolve().parents[2]
-BIN = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
-H100 = GPUTarget("cuda", 90, 32)
-
-
-def jit_kernels(notebook):
-    """{name: JITFunction} of the @triton.jit cells of a notebook (a solution, or a variant that
-    explore_cluster.py's load_variants wrote), compiled by Triton itself (never the interpreter, whatever
-    TRITON_INTERPRET says: this script does not import helpers)."""
-    nb = json.loads(Path(notebook).read_text())
-    kernels = {}
-    for cell in nb["cells"]:
-        text = "".join(cell["source"])
-        if cell["cell_type"] != "code":
-            continue
-        for block in re.split(r"\n(?=@triton\.jit\n)", text):
-            if not block.startswith("@triton.jit\n"):
-                continue
-            body = re.split(r"\n(?=\S)", block[len("@triton.jit\n"):])[0]       # the function, up to the next top-level line
-            body = re.sub(r"(?m)^[ \t]*### (BEGIN|END) SOLUTION\n", "", body)
-            name = re.match(r"def (\w+)", body).group(1)
-            with tempfile.NamedTemporaryFile("w", suffix=f"_{name}.py", delete=False) as f:
-                f.write("import triton\nimport triton.language as tl\n\n\n@triton.jit\n" + body + "\n")
-            scope = {}
-            exec(compile(Path(f.name).read_text(), f.name, "exec"), scope)   # a real file: @triton.jit reads the source
-            kernels[name] = scope[name]
-    return kernels
+sys.path.insert(0, str(ROOT / "tools"))
+from compile_targets import compile_for, jit_kernels, resources  # noqa: E402
 
 
 def config_functions(notebook):
@@ -64,23 +35,8 @@ def config_functions(notebook):
 
 
 def compile_sm90(fn, types, constexprs, **options):
-    """Compile fn for sm_90: types maps runtime arguments to Triton types ("*bf16", "i32", "fp32"), constexprs
-    the compile-time ones to values; options are launch options (num_warps, maxnreg...)."""
-    signature = {**types, **{k: "constexpr" for k in constexprs}}
-    attrs = {(fn.arg_names.index(k),): [["tt.divisibility", 16]] for k, t in types.items()
-             if t.startswith("*") or k.startswith("stride")}
-    return triton.compile(ASTSource(fn, signature, constexprs, attrs), target=H100, options=options)
-
-
-def resources(kernel):
-    """Registers per thread and stack bytes per thread (spills) of a compiled kernel."""
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(kernel.asm["cubin"])
-        f.flush()
-        out = subprocess.run([str(BIN / "cuobjdump"), "--dump-resource-usage", f.name],
-                             capture_output=True, text=True, check=True).stdout
-    m = re.search(r"REG:(\d+) STACK:(\d+)", out)
-    return int(m.group(1)), int(m.group(2))
+    """Compile fn for sm_90 (tools/compile_targets.compile_for: pointers and strides declared 16-byte aligned)."""
+    return compile_for(fn, types, constexprs, 90, **options)
 
 
 def main():

@@ -1,0 +1,286 @@
+"""Will the lessons' Triton kernels run on the GPU a student has? Compile them for it, on a machine without one.
+
+Students meet this course on Colab's free T4 (sm_75), on an A100 (sm_80), an L4 (sm_89) or an H100 (sm_90); our GPU
+tests and benchmarks run on the H100 and H200 only. This tool takes every launch that the Triton lessons'
+solutions make, for rows of 1 to 131072 elements in fp16, bf16 and fp32, with and without weight and bias, and:
+
+1. records each launch (kernel, argument types, compile-time constants, num_warps) by running the launchers in
+   Triton's interpreter with the kernels themselves replaced by a recorder, so nothing is computed;
+2. compiles each distinct launch with `triton.compile` for each GPU (TTIR -> PTX -> ptxas, all on the CPU: Triton
+   ships ptxas), in a fresh process where Triton compiles rather than interprets;
+3. checks that the compiled kernel fits that GPU: its shared memory within what one block may use there, and its
+   registers (cuobjdump, shipped with Triton) within the SM's 65536 for one block of num_warps warps. These are
+   the checks the CUDA driver makes when it loads and launches the kernel.
+
+    python tools/compile_targets.py                     # lessons 04 and 05, every GPU in GPUS
+    python tools/compile_targets.py --lesson 05 --gpu T4
+
+Exit status 1 if any launch fails to compile or does not fit. `tests/test_compile_targets.py` runs it in CI.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# name: (compute capability, shared memory one block may use in bytes, `sharedMemPerBlockOptin`)
+GPUS = {
+    "T4": (75, 65536),        # Turing, Colab's free GPU
+    "A100": (80, 166912),     # Ampere
+    "L4": (89, 101376),       # Ada
+    "H100": (90, 232448),     # Hopper
+}
+REGISTERS_PER_SM = 65536      # the same on all of them; one block must fit
+LESSONS = ("04_triton_rmsnorm", "05_triton_layernorm")
+# a row of one element, a short row that is not a power of two, and one of each kind the dispatchers tell apart:
+# a tile of rows, one program per row, a 16-bit row in two chunks, a row split over programs
+ROW_LENGTHS = (1, 1000, 4096, 32768, 131072)
+DISPATCHERS = ("rmsnorm", "layernorm")       # launchers that are not an exercise's entry point (lesson 04's)
+DTYPES = ("float16", "bfloat16", "float32")
+TRITON_TYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "int32": "i32", "int64": "i64",
+                "uint8": "u8"}
+
+
+# ---- step 2 (no interpreter): kernels from a notebook, compiled for a target ------------------------------------
+
+def jit_kernels(notebook) -> dict:
+    """{name: JITFunction} of the @triton.jit functions of a notebook (a solution, or a variant that
+    benchmarks/explore writes), compiled by Triton itself, never the interpreter: call it in a process where
+    TRITON_INTERPRET is unset and `helpers` was not imported. All of them share one module, so a kernel may
+    call another."""
+    import triton  # noqa: F401  (the module written below imports it)
+
+    nb = json.loads(Path(notebook).read_text())
+    blocks = []
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        text = "".join(cell["source"])
+        for block in re.split(r"\n(?=@triton\.jit\n)", text):
+            if block.startswith("@triton.jit\n"):
+                body = re.split(r"\n(?=\S)", block[len("@triton.jit\n"):])[0]   # the function, up to the next top-level line
+                blocks.append("@triton.jit\n" + re.sub(r"(?m)^[ \t]*### (BEGIN|END) SOLUTION\n", "", body))
+    with tempfile.NamedTemporaryFile("w", suffix=f"_{Path(notebook).stem}.py", delete=False) as f:
+        f.write("import triton\nimport triton.language as tl\n\n\n" + "\n\n\n".join(blocks) + "\n")
+    scope: dict = {}
+    exec(compile(Path(f.name).read_text(), f.name, "exec"), scope)   # a real file: @triton.jit reads the source
+    return {name: fn for name, fn in scope.items() if type(fn).__name__ == "JITFunction"}
+
+
+def compile_for(fn, types: dict, constexprs: dict, capability: int, aligned=None, **options):
+    """Compile fn for sm_<capability>: types maps runtime arguments to Triton types ("*bf16", "i32", "fp32"),
+    constexprs the compile-time ones to values; options are launch options (num_warps, maxnreg...).
+    Pointers, and the integers named in `aligned` (default: those named stride*), are declared divisible by 16,
+    as the JIT specialises them at run time: without it loads are not vectorised and registers are not the GPU's."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    signature = {name: types.get(name, "constexpr") for name in fn.arg_names}
+    aligned = [k for k in types if k.startswith("stride")] if aligned is None else aligned
+    attrs = {(fn.arg_names.index(k),): [["tt.divisibility", 16]] for k, t in types.items()
+             if t.startswith("*") or k in aligned}
+    return triton.compile(ASTSource(fn, signature, constexprs, attrs), target=GPUTarget("cuda", capability, 32),
+                          options=options)
+
+
+def resources(kernel) -> tuple[int, int]:
+    """Registers per thread and stack bytes per thread (spills) of a compiled kernel."""
+    import triton
+
+    cuobjdump = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(kernel.asm["cubin"])
+        f.flush()
+        out = subprocess.run([str(cuobjdump), "--dump-resource-usage", f.name],
+                             capture_output=True, text=True, check=True).stdout
+    m = re.search(r"REG:(\d+) STACK:(\d+)", out)
+    return int(m.group(1)), int(m.group(2))
+
+
+def fit_problem(gpu: str, num_warps: int, registers: int, shared: int) -> str | None:
+    """Why a block of this kernel cannot launch on `gpu`, or None. Registers are handed out per warp in
+    units of 256, as the hardware does."""
+    _, shared_limit = GPUS[gpu]
+    if num_warps * 32 > 1024:
+        return f"{num_warps} warps are {num_warps * 32} threads; a block has at most 1024"
+    if shared > shared_limit:
+        return f"needs {shared} bytes of shared memory; a block on a {gpu} may use {shared_limit}"
+    per_warp = -(-registers * 32 // 256) * 256
+    if per_warp * num_warps > REGISTERS_PER_SM:
+        return (f"{registers} registers per thread x {num_warps * 32} threads need {per_warp * num_warps}; "
+                f"an SM has {REGISTERS_PER_SM}")
+    return None
+
+
+def compile_launches(launches: list[dict], gpus) -> list[dict]:
+    """Compile every distinct recorded launch for every GPU; one result row each."""
+    kernels = {}
+    for lesson in sorted({launch["lesson"] for launch in launches if "notebook" not in launch}):
+        kernels[lesson] = jit_kernels(ROOT / "solutions" / f"{lesson}.ipynb")
+    rows = []
+    for launch in launches:
+        if "notebook" in launch:       # a kernel from elsewhere (the tests' own)
+            kernels.setdefault(launch["notebook"], jit_kernels(launch["notebook"]))
+        fn = kernels[launch.get("notebook", launch["lesson"])][launch["kernel"]]
+        for gpu in gpus:
+            capability, _ = GPUS[gpu]
+            row = {"gpu": gpu, **{k: launch.get(k) for k in ("lesson", "kernel", "types", "constexprs", "options")}}
+            start = time.perf_counter()
+            try:
+                compiled = compile_for(fn, launch["types"], launch["constexprs"], capability, launch.get("aligned"),
+                                       **launch["options"])
+            except Exception as e:   # ptxas and Triton's own errors: the message says what the target lacks
+                row.update(ok=False, problem="does not compile: " + " ".join(str(e).split())[-300:])
+                rows.append(row)
+                continue
+            registers, stack = resources(compiled)
+            warps = launch["options"].get("num_warps", 4)
+            problem = fit_problem(gpu, warps, registers, compiled.metadata.shared)
+            row.update(ok=problem is None, problem=problem, registers=registers, spill_bytes=stack,
+                       shared=compiled.metadata.shared, seconds=round(time.perf_counter() - start, 2))
+            rows.append(row)
+    return rows
+
+
+# ---- step 1 (interpreter): what the solutions launch ------------------------------------------------------------
+
+def record_launches(lessons=LESSONS, row_lengths=ROW_LENGTHS, dtypes=DTYPES) -> list[dict]:
+    """Run each exercise's launcher of the solutions on 4 rows of each length and dtype, with and without
+    weight (and bias), recording each kernel launch instead of running it; the distinct launches."""
+    import helpers  # noqa: F401  (the interpreter, before Triton is imported)
+    import torch
+    from triton.runtime.interpreter import GridExecutor
+
+    from autograder import for_lesson
+    from autograder.notebook import load
+    from autograder.rowcases import LAYERNORM, RMSNORM
+
+    launches: list[dict] = []
+    current = {}
+
+    def record(self, *args, **kwargs):
+        # GridExecutor(fn, arg_names, grid)(*args, **kwargs) is one interpreted launch (Triton 3.0-3.9)
+        names = list(self.arg_names)
+        values = dict(zip(names, args))
+        values.update({k: v for k, v in kwargs.items() if k in names})
+        launch = {"lesson": current["lesson"], "kernel": self.fn.__name__, "types": {}, "constexprs": {}, "aligned": [],
+                  "options": {k: v for k, v in kwargs.items() if k not in names and k in ("num_warps", "maxnreg")}}
+        constexpr = current["constexprs"][self.fn.__name__]
+        for name in names:
+            v = values.get(name)
+            if name in constexpr or v is None:        # Triton makes a None argument a constant too
+                launch["constexprs"][name] = v
+            elif isinstance(v, torch.Tensor):
+                launch["types"][name] = "*" + TRITON_TYPES[str(v.dtype).replace("torch.", "")]
+            elif isinstance(v, bool):
+                launch["types"][name] = "i1"
+            elif isinstance(v, int) and v == 1:       # the JIT specialises an integer equal to 1 to a constant
+                launch["constexprs"][name] = 1
+            elif isinstance(v, int):
+                launch["types"][name] = "i32" if -2**31 <= v < 2**31 else "i64"
+                if v % 16 == 0:                       # and notes one divisible by 16 (an aligned row stride)
+                    launch["aligned"].append(name)
+            elif isinstance(v, float):
+                launch["types"][name] = "fp32"
+            else:
+                raise TypeError(f"{self.fn.__name__}: cannot type argument {name} = {v!r}")
+        if launch not in launches:
+            launches.append(launch)
+
+    original = GridExecutor.__call__
+    GridExecutor.__call__ = record
+    try:
+        for lesson in lessons:
+            ns, errors = load(ROOT / "solutions" / f"{lesson}.ipynb")
+            if errors:
+                raise RuntimeError(f"{lesson}: cells failed: {errors}")
+            current.update(lesson=lesson, constexprs=_constexpr_params(ns))
+            op = LAYERNORM if "layernorm" in lesson else RMSNORM
+            entries = dict.fromkeys([ex.functions[0] for ex in for_lesson(lesson)]
+                                    + [name for name in DISPATCHERS if name in ns])
+            for entry in entries:
+                fn = ns[entry]
+                for n in row_lengths:
+                    for dtype in dtypes:
+                        dt = getattr(torch, dtype)
+                        x = torch.randn(4, n, dtype=dt)
+                        for affine in (True, False):
+                            w = torch.ones(n, dtype=dt) if affine else None
+                            b = torch.zeros(n, dtype=dt) if affine else None
+                            try:
+                                op.call(fn, x, w, b, 1e-5, {})
+                            except ValueError:   # a launcher that refuses this N (a tile kernel for long rows)
+                                pass
+    finally:
+        GridExecutor.__call__ = original
+    return launches
+
+
+def _constexpr_params(ns) -> dict:
+    """{kernel name: names of its tl.constexpr parameters} for the Triton kernels of a namespace."""
+    import inspect
+
+    out = {}
+    for obj in ns.values():
+        fn = getattr(obj, "fn", None)
+        if callable(fn) and hasattr(obj, "arg_names"):
+            out[fn.__name__] = {p.name for p in inspect.signature(fn).parameters.values()
+                                if "constexpr" in str(p.annotation)}
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--lesson", action="append", choices=[s[:2] for s in LESSONS], help="04 or 05 (default: both)")
+    p.add_argument("--gpu", action="append", choices=list(GPUS), help="default: all")
+    p.add_argument("--compile", metavar="LAUNCHES_JSON", help=argparse.SUPPRESS)   # step 2, in a fresh process
+    p.add_argument("--json", metavar="FILE", help="write every result row here")
+    a = p.parse_args(argv)
+    gpus = a.gpu or list(GPUS)
+    if a.compile:
+        rows = compile_launches(json.loads(Path(a.compile).read_text()), gpus)
+        Path(a.json).write_text(json.dumps(rows))
+        return 0
+    lessons = [s for s in LESSONS if not a.lesson or s[:2] in a.lesson]
+    launches = record_launches(lessons)
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out = Path(tmp) / "launches.json", Path(tmp) / "rows.json"
+        src.write_text(json.dumps(launches))
+        env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+        args = [sys.executable, __file__, "--compile", str(src), "--json", str(out)] + [f"--gpu={g}" for g in gpus]
+        proc = subprocess.run(args, env=env, cwd=ROOT, capture_output=True, text=True)
+        if proc.returncode:
+            print(proc.stdout[-3000:], proc.stderr[-3000:])
+            return 1
+        rows = json.loads(out.read_text())
+    if a.json:
+        Path(a.json).write_text(json.dumps(rows, indent=1))
+    report(rows, len(launches))
+    return 0 if all(r["ok"] for r in rows) else 1
+
+
+def report(rows: list[dict], n_launches: int) -> None:
+    for gpu in dict.fromkeys(r["gpu"] for r in rows):
+        mine = [r for r in rows if r["gpu"] == gpu]
+        bad = [r for r in mine if not r["ok"]]
+        fitted = [r for r in mine if r["ok"]]
+        print(f"{gpu} (sm_{GPUS[gpu][0]}): {len(fitted)}/{len(mine)} launches compile and fit"
+              + (f"; most registers {max(r['registers'] for r in fitted)}, most shared memory "
+                 f"{max(r['shared'] for r in fitted)} bytes, spilling in {sum(r['spill_bytes'] > 0 for r in fitted)}"
+                 if fitted else ""))
+        for r in bad:
+            print(f"  FAILED {r['lesson']} {r['kernel']} {r['types']} {r['constexprs']} {r['options']}: {r['problem']}")
+    print(f"({n_launches} distinct launches of the solutions, each compiled for {len(rows) // max(n_launches, 1)} GPUs)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
