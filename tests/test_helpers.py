@@ -290,3 +290,18 @@ def test_save_merges_rows_and_keeps_every_dtypes_copy(tmp_path):
     data = json.loads(bench.save(later, tmp_path).read_text())
     assert [r["op"] for r in data["rows"]] == ["a", "b"] and "failures" not in data
     assert data["copy_gbs_by_dtype"] == {"float16": 2.0, "float32": 3.1}
+
+
+def test_version_warnings_name_what_breaks():
+    from helpers.env import version_warnings
+
+    assert version_warnings(triton="3.6.0", numpy="2.3.5") == []
+    assert version_warnings(triton=None, numpy=None) == []                   # macOS: no Triton at all
+    old = version_warnings(triton="3.1.0", numpy="1.26.4")
+    assert len(old) == 1 and "Triton 3.1.0 is older" in old[0] and "triton>=3.2" in old[0]
+    assert version_warnings(triton="3.2.0", numpy="1.26.4") == []
+    new_numpy = version_warnings(triton="3.6.0", numpy="2.4.1")
+    assert len(new_numpy) == 1 and "numpy<2.4" in new_numpy[0]
+    assert version_warnings(triton="3.6.0", numpy="2.4.1", interpret=False) == []   # compiled kernels: NumPy is fine
+    assert version_warnings(triton="3.6.0+git1234", numpy="2.3.0rc1") == []
+    assert version_warnings(triton="weird", numpy="weird") == []
