@@ -92,3 +92,44 @@ def test_lesson_03_cuda_c_compiles_for_a_t4():
     assert len(sources) >= 5, sorted(sources)
     for name, src in sources.items():
         assert compile_check(src, (), archs=("sm_75",)).startswith("compiles for sm_75"), name
+
+
+@pytest.mark.gpu
+def test_offline_compiles_match_what_the_jit_builds_on_this_gpu(tmp_path):
+    """The offline compiles are the GPU's own: the same launches (specialisation included), the same registers
+    and shared memory as the kernels Triton's JIT builds here when the sweep runs for real."""
+    import torch
+
+    from autograder.notebook import load
+
+    capability = 10 * torch.cuda.get_device_capability()[0] + torch.cuda.get_device_capability()[1]
+    gpu = next((name for name, (cap, _) in compile_targets.GPUS.items() if cap == capability), None)
+    if gpu is None:
+        pytest.skip(f"no entry for sm_{capability} in compile_targets.GPUS")
+    out = tmp_path / "rows.json"
+    proc = subprocess.run([sys.executable, "tools/compile_targets.py", "--gpu", gpu, "--json", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    offline = {}
+    for r in json.loads(out.read_text()):
+        key = (r["kernel"], json.dumps(r["types"], sort_keys=True), json.dumps(r["constexprs"], sort_keys=True),
+               r["options"].get("num_warps", 4))
+        offline[key] = (r["registers"], r["shared"])
+    built = {}
+    for lesson in compile_targets.LESSONS:
+        ns, errors = load(ROOT / "solutions" / f"{lesson}.ipynb")
+        assert not errors, errors
+        compile_targets.run_sweep(ns, lesson, device="cuda")
+        torch.cuda.synchronize()
+        for fn in [v for v in ns.values() if type(v).__name__ == "JITFunction"]:
+            for cache in fn.device_caches.values():
+                for kernel in cache[0].values():       # Triton 3.6's JIT cache: specialisation -> CompiledKernel
+                    kernel._init_handles()
+                    types = {n: t for n, t in kernel.src.signature.items() if t != "constexpr"}
+                    consts = {fn.arg_names[path[0]]: v for path, v in kernel.src.constants.items()}
+                    key = (fn.fn.__name__, json.dumps(types, sort_keys=True), json.dumps(consts, sort_keys=True),
+                           kernel.metadata.num_warps)
+                    built[key] = (kernel.n_regs, kernel.metadata.shared)
+    assert set(built) == set(offline), (sorted(set(built) - set(offline))[:3], sorted(set(offline) - set(built))[:3])
+    differ = {k: (offline[k], built[k]) for k in built if offline[k] != built[k]}
+    assert not differ, list(differ.items())[:5]

@@ -156,13 +156,12 @@ def compile_launches(launches: list[dict], gpus) -> list[dict]:
 def record_launches(lessons=LESSONS, row_lengths=ROW_LENGTHS, dtypes=DTYPES) -> list[dict]:
     """Run each exercise's launcher of the solutions on 4 rows of each length and dtype, with and without
     weight (and bias), recording each kernel launch instead of running it; the distinct launches."""
-    import helpers  # noqa: F401  (the interpreter, before Triton is imported)
+    os.environ["TRITON_INTERPRET"] = "1"   # kernels defined from now on are interpreted, on a GPU machine too
+    import helpers  # noqa: F401
     import torch
     from triton.runtime.interpreter import GridExecutor
 
-    from autograder import for_lesson
     from autograder.notebook import load
-    from autograder.rowcases import LAYERNORM, RMSNORM
 
     launches: list[dict] = []
     current = {}
@@ -204,25 +203,34 @@ def record_launches(lessons=LESSONS, row_lengths=ROW_LENGTHS, dtypes=DTYPES) -> 
             if errors:
                 raise RuntimeError(f"{lesson}: cells failed: {errors}")
             current.update(lesson=lesson, constexprs=_constexpr_params(ns))
-            op = LAYERNORM if "layernorm" in lesson else RMSNORM
-            entries = dict.fromkeys([ex.functions[0] for ex in for_lesson(lesson)]
-                                    + [name for name in DISPATCHERS if name in ns])
-            for entry in entries:
-                fn = ns[entry]
-                for n in row_lengths:
-                    for dtype in dtypes:
-                        dt = getattr(torch, dtype)
-                        x = torch.randn(4, n, dtype=dt)
-                        for affine in (True, False):
-                            w = torch.ones(n, dtype=dt) if affine else None
-                            b = torch.zeros(n, dtype=dt) if affine else None
-                            try:
-                                op.call(fn, x, w, b, 1e-5, {})
-                            except ValueError:   # a launcher that refuses this N (a tile kernel for long rows)
-                                pass
+            run_sweep(ns, lesson, row_lengths, dtypes)
     finally:
         GridExecutor.__call__ = original
     return launches
+
+
+def run_sweep(ns, lesson, row_lengths=ROW_LENGTHS, dtypes=DTYPES, device="cpu") -> None:
+    """Call each exercise's launcher of a lesson (and its dispatcher) on 4 rows of each length and dtype, with and
+    without weight (and bias). A launcher that refuses a length (a tile kernel for long rows) is skipped there."""
+    import torch
+
+    from autograder import for_lesson
+    from autograder.rowcases import LAYERNORM, RMSNORM
+
+    op = LAYERNORM if "layernorm" in lesson else RMSNORM
+    entries = dict.fromkeys([ex.functions[0] for ex in for_lesson(lesson)] + [n for n in DISPATCHERS if n in ns])
+    for entry in entries:
+        for n in row_lengths:
+            for dtype in dtypes:
+                dt = getattr(torch, dtype)
+                x = torch.randn(4, n, dtype=dt, device=device)
+                for affine in (True, False):
+                    w = torch.ones(n, dtype=dt, device=device) if affine else None
+                    b = torch.zeros(n, dtype=dt, device=device) if affine else None
+                    try:
+                        op.call(ns[entry], x, w, b, 1e-5, {})
+                    except ValueError:
+                        pass
 
 
 def _constexpr_params(ns) -> dict:
