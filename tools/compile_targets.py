@@ -15,9 +15,9 @@ solutions make, for rows of 1 to 131072 elements in fp16, bf16 and fp32, with an
     python tools/compile_targets.py                     # lessons 04 and 05, every GPU in GPUS
     python tools/compile_targets.py --lesson 05 --gpu T4
 
-Exit status 1 if any launch fails to compile or does not fit, 2 with a Triton older than 3.4 (whose
-`triton.compile` takes another kind of ASTSource). Tried with Triton 3.4.0, 3.5.1, 3.6.0 and 3.9.0: every launch
-compiles and fits on all four GPUs. `tests/test_compile_targets.py` runs it in CI.
+Exit status 1 if any launch fails to compile or does not fit, 2 with a Triton older than 3.3 (whose
+`triton.compile` takes another kind of ASTSource). Tried with Triton 3.3.1, 3.4.0, 3.5.1, 3.6.0, 3.7.1 and 3.9.0:
+every launch compiles and fits on all four GPUs. `tests/test_compile_targets.py` runs it in CI.
 """
 from __future__ import annotations
 
@@ -265,8 +265,8 @@ def main(argv=None) -> int:
     from helpers.env import _installed, _major_minor
 
     triton_version = _installed("triton") or "none"
-    if (_major_minor(triton_version) or (0, 0)) < (3, 4):
-        print(f"compile_targets needs Triton 3.4 or newer (triton.compile's ASTSource changed in 3.4); found "
+    if (_major_minor(triton_version) or (0, 0)) < (3, 3):
+        print(f"compile_targets needs Triton 3.3 or newer (triton.compile's ASTSource changed in 3.3); found "
               f"{triton_version}. The lessons themselves need 3.2.")
         return 2
     lessons = [s for s in LESSONS if not a.lesson or s[:2] in a.lesson]
