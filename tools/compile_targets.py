@@ -160,7 +160,7 @@ def compile_launches(launches: list[dict], gpus) -> list[dict]:
 def record_launches(lessons=LESSONS, row_lengths=ROW_LENGTHS, dtypes=DTYPES) -> list[dict]:
     """Run each exercise's launcher of the solutions on 4 rows of each length and dtype, with and without
     weight (and bias), recording each kernel launch instead of running it; the distinct launches."""
-    os.environ["TRITON_INTERPRET"] = "1"   # kernels defined from now on are interpreted, on a GPU machine too
+    os.environ["TRITON_INTERPRET"] = "1"   # interpreted kernels, on a GPU machine too (before helpers is imported)
     import helpers  # noqa: F401
     import torch
     from triton.runtime.interpreter import GridExecutor
@@ -262,6 +262,8 @@ def main(argv=None) -> int:
         rows = compile_launches(json.loads(Path(a.compile).read_text()), gpus)
         Path(a.json).write_text(json.dumps(rows))
         return 0
+    # The record step interprets, on a GPU machine too: say so before anything imports helpers or triton.
+    os.environ["TRITON_INTERPRET"] = "1"
     from helpers.env import _installed, _major_minor
 
     triton_version = _installed("triton") or "none"
@@ -271,6 +273,9 @@ def main(argv=None) -> int:
         return 2
     lessons = [s for s in LESSONS if not a.lesson or s[:2] in a.lesson]
     launches = record_launches(lessons)
+    if not launches:   # e.g. helpers chose the GPU before TRITON_INTERPRET was set: the recorder saw nothing
+        print("recorded no launches: the solutions' kernels did not run in the interpreter")
+        return 1
     with tempfile.TemporaryDirectory() as tmp:
         src, out = Path(tmp) / "launches.json", Path(tmp) / "rows.json"
         src.write_text(json.dumps(launches))
