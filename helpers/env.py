@@ -60,7 +60,7 @@ def setup(quiet: bool = False) -> dict:
 MIN_TRITON = (3, 2)   # Triton 3.0 and 3.1 fail the lessons in their interpreter (README, "Versions and GPUs")
 
 
-def _installed(package: str) -> str | None:
+def installed_version(package: str) -> str | None:
     from importlib import metadata
 
     try:
@@ -69,7 +69,7 @@ def _installed(package: str) -> str | None:
         return None
 
 
-def _major_minor(version: str) -> tuple[int, int] | None:
+def major_minor(version: str) -> tuple[int, int] | None:
     try:
         major, minor = (int(p) for p in version.split(".")[:2])
     except ValueError:  # an odd version string: say nothing rather than guess
@@ -81,14 +81,14 @@ def version_warnings(triton: str | None = "installed", numpy: str | None = "inst
                      interpret: bool = True) -> list[str]:
     """What the installed Triton and NumPy will break, one message each (read from the packages' metadata, so
     Triton is not imported). Pass version strings to ask about others; None means not installed."""
-    triton = _installed("triton") if triton == "installed" else triton
-    numpy = _installed("numpy") if numpy == "installed" else numpy
+    triton = installed_version("triton") if triton == "installed" else triton
+    numpy = installed_version("numpy") if numpy == "installed" else numpy
     out = []
-    if triton is not None and (_major_minor(triton) or MIN_TRITON) < MIN_TRITON:
+    if triton is not None and (major_minor(triton) or MIN_TRITON) < MIN_TRITON:
         out.append(f"Triton {triton} is older than the course needs ({'.'.join(map(str, MIN_TRITON))} or newer: "
                    "the interpreter of 3.0 and 3.1 rejects tl.arange of a tl.constexpr, and 3.2 is the oldest "
                    "tested); upgrade with pip install 'triton>=3.2', or a torch that brings one (2.6 or newer)")
-    if interpret and numpy is not None and (_major_minor(numpy) or (0, 0)) >= (2, 4):
+    if interpret and numpy is not None and (major_minor(numpy) or (0, 0)) >= (2, 4):
         out.append(f"NumPy {numpy} breaks loops in Triton 3.x's interpreter (`for off in range(0, N, BLOCK)`); "
                    "install the course's CPU pins: pip install 'numpy<2.4'")
     return out

@@ -28,7 +28,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,15 +54,10 @@ TRITON_TYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "int32
 
 # ---- step 2 (no interpreter): kernels from a notebook, compiled for a target ------------------------------------
 
-def jit_kernels(notebook) -> dict:
-    """{name: JITFunction} of the @triton.jit functions of a notebook (a solution, or a variant that
-    benchmarks/explore writes), compiled by Triton itself, never the interpreter: call it in a process where
-    TRITON_INTERPRET is unset and `helpers` was not imported. All of them share one module, so a kernel may
-    call another."""
-    import triton  # noqa: F401  (the module written below imports it)
-
+def kernel_sources(notebook) -> dict[str, str]:
+    """{name: source} of the @triton.jit functions of a notebook, decorator included, solution markers removed."""
     nb = json.loads(Path(notebook).read_text())
-    blocks = []
+    sources = {}
     for cell in nb["cells"]:
         if cell["cell_type"] != "code":
             continue
@@ -71,7 +65,19 @@ def jit_kernels(notebook) -> dict:
         for block in re.split(r"\n(?=@triton\.jit\n)", text):
             if block.startswith("@triton.jit\n"):
                 body = re.split(r"\n(?=\S)", block[len("@triton.jit\n"):])[0]   # the function, up to the next top-level line
-                blocks.append("@triton.jit\n" + re.sub(r"(?m)^[ \t]*### (BEGIN|END) SOLUTION\n", "", body))
+                body = re.sub(r"(?m)^[ \t]*### (BEGIN|END) SOLUTION\n", "", body)
+                sources[re.match(r"def (\w+)", body).group(1)] = "@triton.jit\n" + body
+    return sources
+
+
+def jit_kernels(notebook) -> dict:
+    """{name: JITFunction} of the @triton.jit functions of a notebook (a solution, or a variant that
+    benchmarks/explore writes), compiled by Triton itself, never the interpreter: call it in a process where
+    TRITON_INTERPRET is unset and `helpers` was not imported. All of them share one module, so a kernel may
+    call another."""
+    import triton  # noqa: F401  (the module written below imports it)
+
+    blocks = kernel_sources(notebook).values()
     with tempfile.NamedTemporaryFile("w", suffix=f"_{Path(notebook).stem}.py", delete=False) as f:
         f.write("import triton\nimport triton.language as tl\n\n\n" + "\n\n\n".join(blocks) + "\n")
     scope: dict = {}
@@ -138,7 +144,6 @@ def compile_launches(launches: list[dict], gpus) -> list[dict]:
         for gpu in gpus:
             capability, _ = GPUS[gpu]
             row = {"gpu": gpu, **{k: launch.get(k) for k in ("lesson", "kernel", "types", "constexprs", "options")}}
-            start = time.perf_counter()
             try:
                 compiled = compile_for(fn, launch["types"], launch["constexprs"], capability, launch.get("aligned"),
                                        **launch["options"])
@@ -150,7 +155,7 @@ def compile_launches(launches: list[dict], gpus) -> list[dict]:
             warps = launch["options"].get("num_warps", 4)
             problem = fit_problem(gpu, warps, registers, compiled.metadata.shared)
             row.update(ok=problem is None, problem=problem, registers=registers, spill_bytes=stack,
-                       shared=compiled.metadata.shared, seconds=round(time.perf_counter() - start, 2))
+                       shared=compiled.metadata.shared)
             rows.append(row)
     return rows
 
@@ -160,6 +165,8 @@ def compile_launches(launches: list[dict], gpus) -> list[dict]:
 def record_launches(lessons=LESSONS, row_lengths=ROW_LENGTHS, dtypes=DTYPES) -> list[dict]:
     """Run each exercise's launcher of the solutions on 4 rows of each length and dtype, with and without
     weight (and bias), recording each kernel launch instead of running it; the distinct launches."""
+    import inspect
+
     os.environ["TRITON_INTERPRET"] = "1"   # interpreted kernels, on a GPU machine too (before helpers is imported)
     import helpers  # noqa: F401
     import torch
@@ -168,7 +175,7 @@ def record_launches(lessons=LESSONS, row_lengths=ROW_LENGTHS, dtypes=DTYPES) -> 
     from autograder.notebook import load
 
     launches: list[dict] = []
-    current = {}
+    current = {}       # the lesson being swept
 
     def record(self, *args, **kwargs):
         # GridExecutor(fn, arg_names, grid)(*args, **kwargs) is one interpreted launch (Triton 3.0-3.9)
@@ -177,7 +184,8 @@ def record_launches(lessons=LESSONS, row_lengths=ROW_LENGTHS, dtypes=DTYPES) -> 
         values.update({k: v for k, v in kwargs.items() if k in names})
         launch = {"lesson": current["lesson"], "kernel": self.fn.__name__, "types": {}, "constexprs": {}, "aligned": [],
                   "options": {k: v for k, v in kwargs.items() if k not in names and k in ("num_warps", "maxnreg")}}
-        constexpr = current["constexprs"][self.fn.__name__]
+        # self.fn is the interpreter's rewritten copy of the kernel; it keeps the tl.constexpr annotations
+        constexpr = {p.name for p in inspect.signature(self.fn).parameters.values() if "constexpr" in str(p.annotation)}
         for name in names:
             v = values.get(name)
             if name in constexpr or v is None:        # Triton makes a None argument a constant too
@@ -206,7 +214,7 @@ def record_launches(lessons=LESSONS, row_lengths=ROW_LENGTHS, dtypes=DTYPES) -> 
             ns, errors = load(ROOT / "solutions" / f"{lesson}.ipynb")
             if errors:
                 raise RuntimeError(f"{lesson}: cells failed: {errors}")
-            current.update(lesson=lesson, constexprs=_constexpr_params(ns))
+            current["lesson"] = lesson
             run_sweep(ns, lesson, row_lengths, dtypes)
     finally:
         GridExecutor.__call__ = original
@@ -237,19 +245,6 @@ def run_sweep(ns, lesson, row_lengths=ROW_LENGTHS, dtypes=DTYPES, device="cpu") 
                         pass
 
 
-def _constexpr_params(ns) -> dict:
-    """{kernel name: names of its tl.constexpr parameters} for the Triton kernels of a namespace."""
-    import inspect
-
-    out = {}
-    for obj in ns.values():
-        fn = getattr(obj, "fn", None)
-        if callable(fn) and hasattr(obj, "arg_names"):
-            out[fn.__name__] = {p.name for p in inspect.signature(fn).parameters.values()
-                                if "constexpr" in str(p.annotation)}
-    return out
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--lesson", action="append", choices=[s[:2] for s in LESSONS], help="04 or 05 (default: both)")
@@ -264,10 +259,10 @@ def main(argv=None) -> int:
         return 0
     # The record step interprets, on a GPU machine too: say so before anything imports helpers or triton.
     os.environ["TRITON_INTERPRET"] = "1"
-    from helpers.env import _installed, _major_minor
+    from helpers.env import installed_version, major_minor
 
-    triton_version = _installed("triton") or "none"
-    if (_major_minor(triton_version) or (0, 0)) < (3, 3):
+    triton_version = installed_version("triton") or "none"
+    if (major_minor(triton_version) or (0, 0)) < (3, 3):
         print(f"compile_targets needs Triton 3.3 or newer (triton.compile's ASTSource changed in 3.3); found "
               f"{triton_version}. The lessons themselves need 3.2.")
         return 2
