@@ -11,7 +11,8 @@ On an NVIDIA H200 (2026-11-22, 0.5.11 kernels, % of the fp32 copy, best of two d
 The same day's `make bench` on the H200 has torch.compile at 95.3 / 94.3 at N = 512 / 1024 bf16 (README). On the
 H200, at N = 512 the best tiles have half the warps that the H100 table gives, and at N = 1024 the tile (2 rows,
 the table's 4 warps) beats the looped kernel that the table picks. Lesson 05's section 5 now autotunes the tile on
-the student's GPU (`helpers.bench_layernorm.autotune_demo`); the dispatcher's table stays the H100's.
+the student's GPU (`helpers.bench_layernorm.autotune_demo`). Since 0.5.14 the H200 has entries of its own in lesson 05's
+launch helpers, chosen from the wider sweep of `ln_configs.py` (tiles and looped launches, every benchmark point).
 """
 import torch, triton
 import helpers  # noqa: F401
