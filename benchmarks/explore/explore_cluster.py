@@ -1786,6 +1786,38 @@ def time_stats_first(copy):
                        (16384, torch.float16), (16384, torch.float32)], passes)
 
 
+def time_rms_configs(copy):
+    """Lesson 04's kernels launched directly with other warps and rows per program, at the points where torch.compile
+    leads the dispatcher in seven-pass medians (stage "statsfirst": RMSNorm 2K and 4K fp32, 8K bf16): is there a
+    launch of our kernels that leads it? one/wW: the one-row kernel; rowsR/wW: the tile kernel. PASSES (default 7).
+
+    H100, 2026-11-23 (the run after "statsfirst" in explore_cluster_H100.jsonl), medians of seven passes, % of copy:
+    2K fp32: torch.compile 99.9, rows2/w16 and rows4/w16 99.9, dispatcher (one/w8) 99.4; 4K fp32: torch.compile 99.9,
+    dispatcher (one/w16) 99.6, rows2/w16 99.5, nothing higher; 8K bf16: rows2/w16 96.5, torch.compile 96.4, rows2/w32
+    96.4, dispatcher (one/w16) 96.0. A tile of two rows with 16 warps ties torch.compile at 2K fp32 and 8K bf16
+    (+0.5 over the dispatcher); at 4K fp32 no launch tried reaches it. The dispatcher is unchanged: half a point at
+    two points, against exercise 2's measured rule (tiles for rows under 2 KB, at most 8 warps)."""
+    passes = int(os.environ.get("PASSES", "7"))
+    shapes = {2048: ((4, 8, 16), ((2, 8), (2, 16), (4, 8), (4, 16))),
+              4096: ((8, 16, 32), ((2, 8), (2, 16), (4, 16))),
+              8192: ((8, 16, 32), ((2, 16), (2, 32)))}
+
+    def add_runs(runs, c):
+        ns4, x, w, y, rstd, M, N, eps = (c[k] for k in ("ns4", "x", "w", "y", "rstd", "M", "N", "eps"))
+        one, rows = ns4["_rmsnorm_fwd_kernel"], ns4["_rmsnorm_fwd_rows_kernel"]
+        warps, tiles = shapes[N]
+        for wp in warps:
+            runs[f"one/w{wp}"] = lambda wp=wp: (one[(M,)](x, y, w, rstd, x.stride(0), y.stride(0), N, eps, BLOCK_N=N,
+                                                          HAS_WEIGHT=True, num_warps=wp), y)[1]
+        for r, wp in tiles:
+            runs[f"rows{r}/w{wp}"] = lambda r=r, wp=wp: (rows[(triton.cdiv(M, r),)](
+                x, y, w, rstd, M, N, x.stride(0), y.stride(0), eps, BLOCK_M=r, BLOCK_N=N, HAS_WEIGHT=True,
+                num_warps=wp), y)[1]
+
+    sweep_with_peers(copy, [(2048, torch.float32), (4096, torch.float32), (8192, torch.bfloat16)], add_runs,
+                     ops=("rms",), passes=passes)
+
+
 def time_ln_no_stats(copy):
     """Lesson 05's dispatcher without the mean and rstd stores (exercise 1's tile and exercise 3's looped kernel,
     LN_NO_STATS), where the recorded bench has torch.compile a few tenths ahead (fp32 512, 4K-16K) and at 32K
@@ -2340,7 +2372,7 @@ def main():
               "lnwaves": time_ln_waves, "lntail": time_ln_tail,
               "lnstreams": time_ln_streams, "lnpair": time_ln_pair,
               "lnstatic": time_ln_static, "lngroups": time_ln_groups,
-              "statsfirst": time_stats_first}
+              "statsfirst": time_stats_first, "rmsconfigs": time_rms_configs}
     stage = sys.argv[1] if len(sys.argv) > 1 else "all"
     if stage != "all" and stage not in stages:
         raise SystemExit(f"unknown stage {stage!r}: one of {', '.join(stages)} or all")
