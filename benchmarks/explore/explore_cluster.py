@@ -1774,7 +1774,7 @@ def time_stats_first(copy):
                 16K fp16 96.8 / 96.5 / 96.8 / 96.5
     The order of the stores moves points by -0.7 to +0.6, no consistent gain: the kernels keep the statistics last.
     In these medians torch.compile leads the dispatchers by 0.3-0.5 at RMSNorm 2K and 4K fp32 and 8K bf16 and by
-    0.1-0.3 at LayerNorm 512 and 4K fp32; elsewhere they tie or lead."""
+    0.1-0.3 at LayerNorm 512 and 4K fp32; elsewhere they are within 0.1 of it or ahead."""
     passes = int(os.environ.get("PASSES", "7"))
     rms = {"stats-first": ROW_RSTD_FIRST + ROWS_RSTD_FIRST, "no-stats": [ROW_NO_RSTD, ROWS_NO_RSTD]}
     sweep_dispatchers(copy, "rms", load_variants("04_triton_rmsnorm", rms, "statsfirst"),
