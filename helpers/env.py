@@ -6,6 +6,7 @@ Warnings are printed to stdout, because nbgrader scores a graded cell with stder
 """
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import warnings
@@ -103,7 +104,10 @@ def on_gpu() -> bool:
     return setup(quiet=True)["mode"] == "gpu"
 
 
+@functools.cache
 def device_name() -> str:
+    """The GPU's name, or the interpreter's. Cached: torch.cuda.get_device_name costs about 15 us a call (H100 host),
+    and lesson 05's launch helpers ask for it at every launch."""
     import torch
 
     if on_gpu():

@@ -24,7 +24,7 @@ import triton
 import helpers  # noqa: F401
 from autograder.notebook import load
 from helpers import bench
-from helpers.bench_layernorm import peers
+from helpers.bench_layernorm import make_inputs, n_bytes, peers
 
 TOTAL = 64 * 2**20
 
@@ -51,23 +51,21 @@ def main():
     print(torch.cuda.get_device_name(), "copy fp32", round(copy), "GB/s", flush=True)
     for N, dt in ((512, torch.bfloat16), (2048, torch.bfloat16), (2048, torch.float32), (8192, torch.bfloat16)):
         label = str(dt).removeprefix("torch.")
-        small = torch.randn(4, N, device="cuda", dtype=dt)
-        ws, bs = torch.ones(N, device="cuda", dtype=dt), torch.zeros(N, device="cuda", dtype=dt)
+        small, ws, bs = make_inputs(4, N, dt)
         host = {"layernorm": host_us(lambda: layernorm(small, ws, bs)),
                 "rmsnorm": host_us(lambda: rmsnorm(small, ws)),
                 "torch.compile": host_us(lambda: tc(small, ws, bs)),
                 "F.layer_norm": host_us(lambda: torch.nn.functional.layer_norm(small, (N,), ws, bs, 1e-5))}
         M = TOTAL // N
-        x = torch.randn(M, N, device="cuda", dtype=dt)
-        w, b = torch.ones(N, device="cuda", dtype=dt), torch.zeros(N, device="cuda", dtype=dt)
+        x, w, b = make_inputs(M, N, dt)
         y, mean, rstd = torch.empty_like(x), torch.empty(M, device="cuda"), torch.empty(M, device="cuda")
-        nbytes = 2 * M * N * x.element_size() + 2 * N * w.element_size()
+        nbytes = n_bytes(M, N, (x, w, b))
         pct = lambda ms: round(100 * nbytes / ms / 1e6 / copy, 1)
         block_n = triton.next_power_of_2(N)
         warps = ns["num_warps_for"](block_n, x.element_size())
         direct = lambda: looped[(M,)](x, y, w, b, mean, rstd, x.stride(0), y.stride(0), 1e-5, N=N, BLOCK_N=block_n,
                                       HAS_WEIGHT=True, HAS_BIAS=True, num_warps=warps)
-        timed = {name: [pct(bench.time_ms(f)) for _ in range(2)]
+        timed = {name: [pct(bench.time_ms(f)) for _ in range(bench.REPEATS)]
                  for name, f in (("dispatcher", lambda: layernorm(x, w, b)), ("looped, direct", direct),
                                  ("torch.compile", lambda: tc(x, w, b)))}
         gpu_us = nbytes / (copy * 1e3)   # the kernel's time at 100 % of copy, us
