@@ -13,6 +13,8 @@ VPY      := $(VENV)/bin/python
 HAS_GPU  := $(shell nvidia-smi -L >/dev/null 2>&1 && echo 1)
 CPU_PINS ?= torch==2.13.0 triton==3.6.0
 EXTRAS   := $(if $(HAS_GPU),dev,cpu,dev),instructor
+# make test spreads the CPU tests over one worker per core, at most TEST_JOBS (pytest-xdist).
+TEST_JOBS ?= 4
 # test-gpu / bench run where the GPU is, with whatever Python has torch+triton there.
 RUNPY    ?= $(if $(wildcard $(VPY)),$(VPY),$(PY))
 
@@ -31,7 +33,7 @@ lab: setup
 	$(VENV)/bin/jupyter lab notebooks/
 
 test: setup
-	$(VPY) -m pytest -q
+	$(VPY) -m pytest -q -n auto --maxprocesses $(TEST_JOBS)
 
 test-gpu:
 	$(RUNPY) tools/run_gpu_tests.py
