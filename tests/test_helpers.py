@@ -131,6 +131,25 @@ def test_bench_needs_gpu_and_valid_arguments(tmp_path):
         bench.plot({"rows": [], "copy_gbs": 1.0, "device": "x"})
 
 
+def test_timing_passes_retime_points_whose_passes_disagree():
+    """A point is timed REPEATS times, then again while its two fastest passes differ by more than AGREE,
+    at most MAX_REPEATS times; the other points are not timed again."""
+    script = {"steady": [1.0, 1.01], "disturbed": [3.0, 1.5, 1.0, 1.01, 9.0], "noisy": [1.0 + i for i in range(10)]}
+    calls = {name: 0 for name in script}
+
+    def timer(name):
+        calls[name] += 1
+        return script[name][calls[name] - 1]
+
+    passes = []
+    runs = bench.timing_passes({name: name for name in script}, timer=timer, on_pass=lambda i, k: passes.append(k))
+    assert runs["steady"] == [1.0, 1.01]
+    assert runs["disturbed"] == [3.0, 1.5, 1.0, 1.01]                 # stops once 1.0 and 1.01 agree
+    assert len(runs["noisy"]) == bench.MAX_REPEATS                     # never settles: capped
+    assert passes == [3, 3, 2, 2] + [1] * (bench.MAX_REPEATS - 4)
+    assert bench.settled([1.0, 1.02]) and not bench.settled([1.0, 1.03]) and not bench.settled([1.0])
+
+
 def test_bench_save_merge_and_show_recorded(tmp_path):
     rows = [dict(lesson="L", op="op", impl="a", dtype="float32", M=8, N=n, ms=1.0, gbs=100.0 * n, pct_copy=50.0)
             for n in (512, 1024)]
