@@ -84,3 +84,27 @@ def test_autotuned_tile_is_correct_and_keeps_to_fitting_tiles():
     assert all(c.kwargs["BLOCK_M"] * triton.next_power_of_2(3000) <= lb.TUNE_MAX_TILE for c in tried)
     with pytest.raises(ValueError, match="do not fit a tile"):          # no config fits: said, not a spilling one
         launch(torch.randn(2, 20000, device="cuda"), None, None)
+
+
+def test_time_ms_does_not_count_the_hosts_launch_time():
+    """helpers.bench.time_ms holds the GPU after each L2 flush, so a launcher that spends 200 us on the host
+    before its kernel is timed as the kernel alone (do_bench's protocol counted what the host spent beyond the
+    flush's 65-85 us on an H100/H200)."""
+    import time
+
+    import torch
+
+    from helpers import bench
+
+    x = torch.randn(2**20, device="cuda")
+    y = torch.empty_like(x)
+
+    def slow_host():
+        until = time.perf_counter() + 200e-6
+        while time.perf_counter() < until:
+            pass
+        y.copy_(x)
+
+    fast = bench.time_ms(lambda: y.copy_(x))
+    slow = bench.time_ms(slow_host)
+    assert slow < fast + 0.02, (fast, slow)     # a 4 MB copy: a few us; the host's 200 us are not in it

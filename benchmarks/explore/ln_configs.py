@@ -10,7 +10,7 @@ and the dispatcher as it stands. Each time is the faster of two `helpers.bench.t
 copy measured in the same run; inputs and bytes are the benchmark's (`helpers.bench_layernorm`). One JSON line per configuration goes to ln_configs_<device>.jsonl in $OUT (or the
 current directory), written as it is measured, so a run stopped at its time limit keeps what it measured.
 
-    PYTHONPATH=. python benchmarks/explore/ln_configs.py [tile|looped|all] [N,N,...]
+    [LN_DTYPES=float16,...] PYTHONPATH=. python benchmarks/explore/ln_configs.py [tile|looped|all] [N,N,...]
 
 Results: benchmarks/explore/ln_configs_<device>.jsonl (H100 and H200, 2026-11-23, before the H200 had entries of its
 own, so their "dispatcher" lines are the H100 rules' launches; the looped sweep then tried 4-32 warps, and the H200's
@@ -38,7 +38,7 @@ from helpers.bench_layernorm import make_inputs, n_bytes
 
 TOTAL = 64 * 2**20
 MAX_TILE = 16384
-DTYPES = (torch.bfloat16, torch.float32)
+DTYPES = tuple(getattr(torch, d) for d in os.environ.get("LN_DTYPES", "bfloat16,float32").split(","))
 
 
 def best_ms(fn):
