@@ -32,7 +32,7 @@ def h100_warps(block, elt):
     return max(4, min(32, block * elt // 1024))
 
 
-@pytest.mark.parametrize("gpu", [None, H100, "NVIDIA A100-SXM4-80GB", "Tesla T4"])
+@pytest.mark.parametrize("gpu", [None, H100, "NVIDIA A100-SXM4-80GB", "Tesla T4", "NVIDIA GH200 480GB"])
 def test_gpus_without_entries_get_the_h100_rules(ns, monkeypatch, gpu):
     if gpu:
         on(monkeypatch, gpu)
