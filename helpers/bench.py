@@ -72,7 +72,10 @@ _cycles_per_us: list[float] = []
 
 
 def _hold_cycles(hold_us: float) -> int:
-    """GPU clock cycles of torch.cuda._sleep that last about hold_us (the clock measured once per process)."""
+    """GPU clock cycles of torch.cuda._sleep that last about hold_us (the clock measured once per process); 0 where
+    this torch has no `_sleep` (a private function: then the host's time beyond the flush is timed, as in do_bench)."""
+    if not hasattr(torch.cuda, "_sleep"):
+        return 0
     if not _cycles_per_us:
         probe = 1_000_000
         torch.cuda._sleep(probe)                         # first call: warm-up
