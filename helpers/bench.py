@@ -2,10 +2,9 @@
 
 Bytes are the compulsory traffic (each input read once, each output written once). Time is `time_ms`: the
 median of up to MAX_RUNS runs, L2 flushed before each (`triton.testing.do_bench`'s protocol), with the GPU held
-HOLD_US after each flush so that the host's time to launch is not counted (with do_bench itself, 100 us of extra
-host time per call took our LayerNorm dispatcher at N = 4096 in bf16 on an H200 from 93 to 41-47 %; held, 93.8-93.9
-with any hold of 50-1000 us; with no extra host time, holding moved the peers' points by -1.2 to +0.6).
-It is taken in REPEATS passes over all the
+HOLD_US after each flush so that a slow host is not timed (with do_bench itself, 100 us of extra host time per call
+took our LayerNorm dispatcher at N = 4096 in bf16 on an H200 from 93 to 41-47 %; held, 93.8-93.9 with any hold of
+50-1000 us; with no extra host time, holding moved the peers' points by -1.2 to +0.6). It is taken in REPEATS passes over all the
 implementations of one (dtype, N), interleaved; each point keeps its fastest pass, so that a few
 seconds of interference (seen on a lent H100: every kernel timed in one stretch at a third of its
 speed) cannot stand in for a kernel's speed. A point whose two fastest passes differ by more than AGREE
@@ -22,6 +21,7 @@ On a machine without a GPU, `benchmark_or_recorded` shows the recorded results i
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 import statistics
@@ -68,36 +68,32 @@ def datasheet_gbs(name: str) -> float | None:
 
 HOLD_US = 300      # the GPU waits this long after each L2 flush, while the host enqueues the timed call
 MAX_RUNS = 500     # timed runs per time_ms at most (do_bench's 100 ms of them, fewer for short kernels)
-_cycles_per_us: list[float] = []
 
 
-def _hold_cycles(hold_us: float) -> int:
-    """GPU clock cycles of torch.cuda._sleep that last about hold_us (the clock measured once per process); 0 where
-    this torch has no `_sleep` (a private function: then the host's time beyond the flush is timed, as in do_bench)."""
-    if not hasattr(torch.cuda, "_sleep"):
-        return 0
-    if not _cycles_per_us:
-        probe = 1_000_000
-        torch.cuda._sleep(probe)                         # first call: warm-up
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        torch.cuda._sleep(probe)
-        end.record()
-        end.synchronize()
-        _cycles_per_us.append(probe / (start.elapsed_time(end) * 1e3))
-    return int(hold_us * _cycles_per_us[0])
+@functools.cache
+def _sleep_cycles_per_us() -> float:
+    """GPU clock cycles of `torch.cuda._sleep` per microsecond (measured once per process)."""
+    probe = 1_000_000
+    torch.cuda._sleep(probe)                         # first call: warm-up
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    torch.cuda._sleep(probe)
+    end.record()
+    end.synchronize()
+    return probe / (start.elapsed_time(end) * 1e3)
 
 
-def time_ms(fn: Callable[[], object], warmup_ms: float = 25, rep_ms: float = 100, hold_us: float = None) -> float:
+def time_ms(fn: Callable[[], object], warmup_ms: float = 25, rep_ms: float = 100) -> float:
     """Median milliseconds of fn() on the GPU: `triton.testing.do_bench`'s protocol (warm-up, L2 flushed before
-    every run, the median) with one change. After each flush the GPU is held for HOLD_US (`torch.cuda._sleep`)
-    before the start event, so that the host's time to enqueue fn() is not timed: do_bench starts the clock once
-    the flush ends (about 65-85 us on an H100/H200), and a Python launcher that takes longer to reach its kernel
-    (50-80 us per call on our lent hosts, several times that on a busy host) added its excess to the kernel's time."""
+    every run, the median) with one change. do_bench starts the clock after each flush; when the host needs longer
+    for one timed run (the flush's launch, the events, the Python launcher: 50-80 us for ours on the lent hosts,
+    several times that at moments) than the GPU needs for the flush and the kernel, the GPU idles after the start
+    event until the kernel arrives, and the idle time is timed. Here the GPU is held HOLD_US after each flush
+    (`torch.cuda._sleep`, a private function: without it, no hold), which gives the host that much to spare."""
     fn()
     torch.cuda.synchronize()
     flush = torch.empty(256 * 2**20 // 4, dtype=torch.int32, device="cuda")
-    hold = _hold_cycles(HOLD_US if hold_us is None else hold_us)
+    hold = int(HOLD_US * _sleep_cycles_per_us()) if hasattr(torch.cuda, "_sleep") else 0
 
     def timed_runs(n):
         events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
@@ -180,13 +176,19 @@ def sweep(impls: dict[str, Callable], *, lesson: str, op: str, make_inputs: Call
     rows, failures = [], []
     groups = [(dt, N) for dt in dtypes for N in Ns]
     bar = tqdm(total=len(groups) * len(impls) * REPEATS, desc=f"{op} on {name}", disable=not progress)
+
+    def on_pass(i, k):
+        if i >= REPEATS:                   # a pass beyond the planned ones (see timing_passes)
+            bar.total += k
+        bar.update(k)
+
     args = None
     for dt, N in groups:
         M = max(1, total // N)
         args = None                        # free the previous inputs before making the next
         torch.cuda.empty_cache()
         args = make_inputs(M, N, _dtype(dt))
-        timed = {}
+        to_time = []
         for impl, fn in impls.items():
             try:
                 ok, msg = check(fn(*args), args)
@@ -196,16 +198,11 @@ def sweep(impls: dict[str, Callable], *, lesson: str, op: str, make_inputs: Call
             except Exception as e:  # an impl that cannot run this case is reported, not fatal
                 ok, msg = False, f"{type(e).__name__}: {e}"
             if ok:
-                timed[impl] = []
+                to_time.append(impl)
             else:
                 failures.append(f"{impl} {dt} N={N}: {msg}")
                 bar.update(REPEATS)
-        def on_pass(i, k):
-            if i >= REPEATS:                   # a pass beyond the planned ones (see timing_passes)
-                bar.total += k
-            bar.update(k)
-
-        timed = timing_passes({impl: (lambda fn=impls[impl]: fn(*args)) for impl in timed}, on_pass=on_pass)
+        timed = timing_passes({impl: (lambda fn=impls[impl]: fn(*args)) for impl in to_time}, on_pass=on_pass)
         for impl, runs in timed.items():
             ms = min(runs)
             gbs = n_bytes(M, N, args) / ms * 1e-6

@@ -88,8 +88,8 @@ def test_autotuned_tile_is_correct_and_keeps_to_fitting_tiles():
 
 def test_time_ms_does_not_count_the_hosts_launch_time():
     """helpers.bench.time_ms holds the GPU after each L2 flush, so a launcher that spends 200 us on the host
-    before its kernel is timed as the kernel alone (do_bench's protocol counted what the host spent beyond the
-    flush's 65-85 us on an H100/H200)."""
+    before its kernel is timed as the kernel alone (do_bench's protocol timed the GPU's wait for it whenever the
+    host needed longer per run than the flush's 65-85 us and the kernel, on an H100/H200)."""
     import time
 
     import torch

@@ -6,7 +6,8 @@ configuration the dispatcher could pick for the kernel that serves that row leng
   elements, beyond which the tile spills);
 - the looped kernel (exercise 3) for rows from 2 KB: the row as 1, 2 or 4 chunks (chunks of at least 1024
   elements) x warps 1-32 (1-2 warps only for chunks of at most 4 KB);
-and the dispatcher as it stands. Each time is the faster of two `helpers.bench.time_ms` medians; % is of the fp32
+and the dispatcher as it stands. Each time is the fastest of `helpers.bench.timing_passes` (the benchmark's rule; before 0.5.15, of two passes
+with do_bench's timer); % is of the fp32
 copy measured in the same run; inputs and bytes are the benchmark's (`helpers.bench_layernorm`). One JSON line per configuration goes to ln_configs_<device>.jsonl in $OUT (or the
 current directory), written as it is measured, so a run stopped at its time limit keeps what it measured.
 
@@ -44,7 +45,7 @@ DTYPES = tuple(getattr(torch, d) for d in os.environ.get("LN_DTYPES", "bfloat16,
 
 def best_ms(fn):
     fn()
-    return min(bench.time_ms(fn) for _ in range(bench.REPEATS))
+    return min(bench.timing_passes({"fn": fn})["fn"])
 
 
 def main(part="all", Ns=(512, 1024, 2048, 4096, 8192, 16384, 32768, 65536)):
