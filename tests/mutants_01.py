@@ -47,6 +47,12 @@ MUTANTS = [
      [("        if m < 2:\n", "        if m < 1:\n")], "more than 1 value per channel"),
     ("batch_norm", "result left in float32",
      [(BN_Y, BN_Y.replace("    if weight is not None:\n", "    x = xf\n    if weight is not None:\n", 1))], "dtype"),
+    ("batch_norm", "bias ignored when there is no weight",
+     [(BN_Y + "    if bias is not None:\n        y = y + bias.to(xf.dtype).reshape(channel_shape(x))\n",
+       BN_Y + "        if bias is not None:\n            y = y + bias.to(xf.dtype).reshape(channel_shape(x))\n")],
+     "does not mean bias=None"),
+    ("batch_norm", "unbiased correction with the batch size N / (N - 1)",
+     [(BN_RV, BN_RV.replace("m / (m - 1)", "x.shape[0] / (x.shape[0] - 1)"))], "not the batch size"),
     ("batch_norm", "calls F.batch_norm",
      [("    dims = [0] + list(range(2, x.ndim))              # S_i of BatchNorm",
        "    return F.batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps)\n"
@@ -131,6 +137,15 @@ MUTANTS = [
        "    if weight is not None:\n        y = y * weight.to(xf.dtype).reshape(channel_shape(x))\n"
        "    if bias is not None:\n        y = y + bias.to(xf.dtype).reshape(channel_shape(x))\n"
        "    return y.to(x.dtype)\n")], "never called group_norm"),
+    ("group_norm", "bias ignored when there is no weight",
+     [("    y = ((xg - mean) * torch.rsqrt(var + eps)).reshape(x.shape)\n    if weight is not None:\n"
+       "        y = y * weight.to(xf.dtype).reshape(channel_shape(x))\n    if bias is not None:\n"
+       "        y = y + bias.to(xf.dtype).reshape(channel_shape(x))\n",
+       "    y = ((xg - mean) * torch.rsqrt(var + eps)).reshape(x.shape)\n    if weight is not None:\n"
+       "        y = y * weight.to(xf.dtype).reshape(channel_shape(x))\n        if bias is not None:\n"
+       "            y = y + bias.to(xf.dtype).reshape(channel_shape(x))\n")], "does not mean bias=None"),
+    ("group_norm", "instance_norm checks only the last dim for one spatial element",
+     [("    if math.prod(x.shape[2:]) < 2:\n", "    if x.shape[-1] < 2:\n")], "spatial"),
     ("group_norm", "instance_norm accepts one spatial element",
      [("    if math.prod(x.shape[2:]) < 2:\n", "    if math.prod(x.shape[2:]) < 1:\n")], "spatial"),
     # --- normalize

@@ -211,7 +211,7 @@ def _leaves(grad: bool, *tensors):
         if t is None:
             out.append((None, None))
         else:
-            out.append((t.clone().requires_grad_(grad), t.to(F64).requires_grad_(grad)))
+            out.append((t.clone().requires_grad_(grad), t.to(F64, copy=True).requires_grad_(grad)))
     return out
 
 
@@ -252,6 +252,7 @@ class BN:
     training: bool = True
     running: str = "same"        # same | f32 | none
     affine: bool = True
+    params: str = "both"           # with affine: "both", "weight" (bias=None) or "bias" (weight=None)
     momentum: float = 0.1
     eps: float = 1e-5
     scale: float = 1.0
@@ -280,6 +281,7 @@ def _bn_inputs(s: BN):
     w = b = None
     if s.affine:
         w, b = _affine_params(C, s.dtype if s.running != "f32" else F32, g)
+        w, b = (None if s.params == "bias" else w), (None if s.params == "weight" else b)
     return x, rm, rv, w, b
 
 
@@ -314,6 +316,10 @@ def _bn_alts(x, rm, rv, w, b, training, eps):
         rmd, rvd = rm.to(F64).reshape(cs), rv.to(F64).reshape(cs)
         alts.append((aff((xd - rmd) / (torch.sqrt(rvd) + eps)),
                      "eps added outside the square root: use (x - running_mean) / sqrt(running_var + eps)"))
+    if b is not None and w is None:
+        stats = (mean, var_b) if training else (rm.to(F64).reshape(cs), rv.to(F64).reshape(cs))
+        alts.append((aff((xd - stats[0]) / torch.sqrt(stats[1] + eps)) - b.to(F64).reshape(cs),
+                     "the output without the bias: weight=None does not mean bias=None; apply each on its own"))
     return alts
 
 
@@ -384,6 +390,12 @@ def _bn_case(s: BN) -> Case:
                               (mom * rv_prev_d + (1 - mom) * bv * m / (m - 1),
                                "momentum applied the wrong way round: PyTorch's momentum weights the NEW batch, "
                                "running = (1 - momentum) * running + momentum * batch_stat")]
+                    n = xs.shape[0]
+                    if 1 < n != m:
+                        v_alts.append(((1 - mom) * rv_prev_d + mom * bv * n / (n - 1),
+                                       f"the unbiased correction with the batch size, N / (N - 1): m is the number "
+                                       f"of values per channel, x.numel() // C = {m} here (every dim but the "
+                                       f"channels), not N = {n}"))
                 else:
                     m_alts = v_alts = []
                     if not torch.equal(rm, before_m) or not torch.equal(rv, before_v):
@@ -426,6 +438,10 @@ def _bn_fine_case(name, shape, training, seed) -> Case:
         except ValueError as e:
             return False, (f"raised ValueError ({str(e)[:80]}), but x of shape {shape} is valid {why}: raise only "
                            "when a channel has a single value in training (x.numel() // C < 2)")
+        except ZeroDivisionError as e:
+            return False, (f"raised ZeroDivisionError ({e}) for x of shape {shape}, valid {why}: a batch of one has "
+                           "N - 1 = 0; the unbiased correction m / (m - 1) counts the values per channel, "
+                           "m = x.numel() // C, not the batch size")
     return Case(name, run)
 
 
@@ -434,6 +450,9 @@ BN_CASES = [
     _bn_case(BN("BN1d (N, C, L) = (4, 3, 11), train, no affine", (4, 3, 11), affine=False, seed=2)),
     _bn_case(BN("BN2d (3, 6, 5, 7), train", (3, 6, 5, 7), seed=3)),
     _bn_case(BN("BN3d (2, 4, 3, 5, 2), train, no affine", (2, 4, 3, 5, 2), affine=False, seed=4)),
+    _bn_case(BN("weight only (bias=None), train, (6, 4, 5)", (6, 4, 5), params="weight", seed=21)),
+    _bn_case(BN("bias only (weight=None), eval, (3, 4, 2, 3)", (3, 4, 2, 3), training=False, params="bias",
+                seed=22)),
     _bn_case(BN("eval: uses the running stats, (5, 4, 9)", (5, 4, 9), training=False, scale=2.0, offset=1.0,
                 seed=5)),
     _bn_case(BN("train without running stats (None, None)", (6, 3, 4), running="none", seed=6)),
@@ -883,6 +902,7 @@ class GN:
     groups: int | None = None      # None: instance_norm
     dtype: torch.dtype = F32
     affine: bool = True
+    params: str = "both"           # with affine: "both", "weight" (bias=None) or "bias" (weight=None)
     eps: float = 1e-5
     scale: float = 1.0
     offset: float = 0.0
@@ -919,6 +939,9 @@ def _gn_alts(x, G, w, b, eps):
         y = ((xg - mean) / torch.sqrt(vb + eps)).reshape(x.shape)
         alts.append((y * wg.reshape(cs) + bg.reshape(cs),
                      "a weight per group: GroupNorm's weight and bias are per channel, shape (C,)"))
+    if b is not None and w is None:
+        alts.append((aff(((xg - mean) / torch.sqrt(vb + eps)).reshape(x.shape)) - b.to(F64).reshape(cs),
+                     "the output without the bias: weight=None does not mean bias=None; apply each on its own"))
     return alts
 
 
@@ -934,6 +957,7 @@ def _gn_case(s: GN) -> Case:
         w0 = b0 = None
         if s.affine:
             w0, b0 = _affine_params(C, s.dtype, g)
+            w0, b0 = (None if s.params == "bias" else w0), (None if s.params == "weight" else b0)
         (x, xd), (w, wd), (b, bd) = _leaves(s.grad, x0, w0, b0)
         calls = []
         if inst:
@@ -989,6 +1013,8 @@ GN_CASES = [
     _gn_case(GN("float64, tiny variance: eps matters (1e-3)", (3, 4, 6), 2, F64, eps=1e-3, scale=1e-2, seed=8)),
     _gn_case(GN("bf16, mean ~50: compute in float32", (4, 8, 6, 6), 4, BF16, offset=50.0, seed=9)),
     _gn_case(GN("gradients (float64), G=2, affine", (3, 4, 5), 2, F64, grad=True, seed=10)),
+    _gn_case(GN("weight only (bias=None), G=2, (3, 4, 5)", (3, 4, 5), 2, params="weight", seed=17)),
+    _gn_case(GN("bias only (weight=None), G=3, (2, 6, 4)", (2, 6, 4), 3, params="bias", seed=18)),
     _gn_bad_case("C=6 not divisible by G=4: ValueError", (2, 6, 2), 4,
                  "GroupNorm with 6 channels and 4 groups; (N, 4, -1) reshapes fine but mixes groups",
                  must_say="divisible", seed=11),
@@ -1001,6 +1027,10 @@ GN_CASES = [
     _gn_bad_case("instance_norm of (N, C, 1): ValueError", (3, 4, 1), None,
                  "one spatial element per instance; F.instance_norm raises ValueError('Expected more than 1 "
                  "spatial element when training, ...')", must_say="spatial", seed=16),
+    _gn_bad_case("instance_norm of (N, C) = (4, 3): ValueError", (4, 3), None,
+                 "no spatial dims, one element per instance; F.instance_norm raises ValueError('Expected more than "
+                 "1 spatial element when training, ...')", must_say="spatial", seed=19),
+    _gn_case(GN("instance_norm (2, 3, 5, 1): 5 spatial elements, fine", (2, 3, 5, 1), None, seed=20)),
 ]
 
 _exercise("group_norm", "group_norm, and instance_norm through it", ("group_norm", "instance_norm"), GN_CASES)
