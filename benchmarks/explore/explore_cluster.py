@@ -83,7 +83,7 @@ every timed point is the faster of two interleaved passes. Results: explore_clus
 order run. Its first run's num_ctas = 1 rows read "wrong" because that version of the script passed eps
 and N in swapped places; the last "cluster" run (after the "ln64" rerun) has them measured, and the
 num_ctas > 1 compile failures do not depend on it.
-    python benchmarks/explore/explore_cluster.py [cluster|split|ln64|lnchunk|small|hints|lnstats|lnguard|lnvariants|pipe|prefetch|peers|rmsvariants|tiles|ladder|params|rowwarps|lnwarps|lnrows|lnpersist|lnshort|lntile|rmsshort|lnregs|lnpipe|lntma|rowladder|lnnostats|lnsize|cudaln|lnwaves|lntail|lnstreams|lnpdl|lnpair|lnstatic|lngroups|all]
+    python benchmarks/explore/explore_cluster.py [cluster|split|ln64|lnchunk|small|hints|lnstats|lnguard|lnvariants|pipe|prefetch|peers|rmsvariants|tiles|ladder|params|rowwarps|lnwarps|lnrows|lnpersist|lnshort|lntile|rmsshort|lnregs|lnpipe|lntma|rowladder|lnnostats|lnsize|cudaln|lnwaves|lntail|lnstreams|lnpdl|lnstagger|lnpair|lnstatic|lngroups|all]
 """
 import inspect
 import json
@@ -2127,6 +2127,40 @@ def time_ln_pdl(copy):
         torch.cuda.empty_cache()
 
 
+def stagger_edit(rows, ns_step):
+    """Lesson 05's looped kernel with the launch's first `rows` programs sleeping (row % 8) * ns_step ns first."""
+    return [("    y_row = Y + row * stride_y\n    ### BEGIN SOLUTION\n    n = 0.0\n",
+             "    y_row = Y + row * stride_y\n"
+             f"    if row < {rows}:\n"
+             "        tl.inline_asm_elementwise(\"nanosleep.u32 $1;\\n\\tmov.u32 $0, 0;\", \"=r,r\", "
+             f"[tl.full([1], (row % 8).to(tl.int32) * {ns_step}, tl.int32)], dtype=tl.int32, is_pure=False, pack=1)\n"
+             "    ### BEGIN SOLUTION\n    n = 0.0\n")]
+
+
+def time_ln_stagger(copy):
+    """Do the programs of a short launch wait in step? The first wave (or two) of lesson 05's looped kernel starts
+    at staggered moments (program p of the first `rows` sleeps (p % 8) * step ns, PTX nanosleep), so that their
+    reductions do not all fall at the same moments; next to the dispatcher. PASSES (default 3); STAGGER_POINTS.
+    Run #63 (H100): inconclusive. At 32K bf16 every stagger fell to 72.3-74.2 against the dispatcher's 91.9, even the
+    shortest (at most 3.5 us, once per SM), which the sleep itself cannot cost; the branch likely changed the
+    kernel's registers (not recorded). At 16K bf16 94.6-96.2 against 96.0."""
+    from autograder.notebook import load
+    plain, errors = load(ROOT / "solutions" / "05_triton_layernorm.ipynb")
+    assert not errors, errors
+    passes = int(os.environ.get("PASSES", "3"))
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    variants = {f"stagger/r{rows}/s{step}": stagger_edit(rows, step)
+                for rows in (sms, 2 * sms) for step in (500, 1000, 2000)}
+    spaces = load_variants("05_triton_layernorm", variants, "stagger")
+    for N, dtype in env_points("STAGGER_POINTS", [(32768, torch.bfloat16), (16384, torch.bfloat16)]):
+        x, w, b, y, mean, rstd, runs = ln_point(N, dtype, plain)
+        for name, ns in spaces.items():
+            runs[name] = (lambda ns=ns: ns["layernorm"](x, w, b, bench_ln.EPS)[0])
+        best_of_two("ln", runs, x, w, b, copy, passes=passes)
+        del x, w, b, y
+        torch.cuda.empty_cache()
+
+
 def pair_numerics(name, fn, extra=()):
     """Grade fn(x, w, b, y, mean, rstd) on rows that break shifted sums or a float32 mean (the hidden cases'
     kinds at the long rows, and the Specs in extra): emit, per kind, whether y, mean and rstd are within the
@@ -2441,7 +2475,7 @@ def main():
               "rowladder": time_row_ladder, "lnnostats": time_ln_no_stats,
               "lnsize": time_ln_size, "cudaln": time_cuda_cluster,
               "lnwaves": time_ln_waves, "lntail": time_ln_tail,
-              "lnstreams": time_ln_streams, "lnpdl": time_ln_pdl, "lnpair": time_ln_pair,
+              "lnstreams": time_ln_streams, "lnpdl": time_ln_pdl, "lnstagger": time_ln_stagger, "lnpair": time_ln_pair,
               "lnstatic": time_ln_static, "lngroups": time_ln_groups,
               "statsfirst": time_stats_first, "rmsconfigs": time_rms_configs}
     stage = sys.argv[1] if len(sys.argv) > 1 else "all"
