@@ -44,11 +44,12 @@ def _x(shape, dtype, g, scale=1.0, offset=0.0):
     return (torch.randn(shape, generator=g, dtype=F64) * scale + offset).to(dtype)
 
 
-def _affine_params(n_shape, dtype, g):
-    """weight in [0.5, 1.5] (never near 0, so the affine step can be undone) and bias ~ N(0, 1)."""
+def _affine_params(n_shape, dtype, g, params="both"):
+    """weight in [0.5, 1.5] (never near 0, so the affine step can be undone) and bias ~ N(0, 1); params "weight"
+    or "bias" keeps only that one (the other None), drawn as with both."""
     w = (torch.rand(n_shape, generator=g, dtype=F64) + 0.5).to(dtype)
     b = torch.randn(n_shape, generator=g, dtype=F64).to(dtype)
-    return w, b
+    return (None if params == "bias" else w), (None if params == "weight" else b)
 
 
 class Fail(Exception):
@@ -156,6 +157,14 @@ def _affine64(y, w, b, shape=None):
     if b is not None:
         y = y + (b.to(F64) if shape is None else b.to(F64).reshape(shape))
     return y
+
+
+def _bias_dropped(y_hat, w, b):
+    """The alternative (output, message) of a bias ignored because no weight was given: with w None and b given, the
+    wrong output is the normalized y_hat itself (float64, before the affine step). None for any other w, b."""
+    if b is None or w is not None:
+        return None
+    return (y_hat, "the output without the bias: weight=None does not mean bias=None; apply each on its own")
 
 
 def _undo_affine(y, w, b, shape=None):
@@ -280,8 +289,7 @@ def _bn_inputs(s: BN):
         rv = ((torch.rand(C, generator=g, dtype=F64) + 0.5) * s.scale ** 2).to(st)
     w = b = None
     if s.affine:
-        w, b = _affine_params(C, s.dtype if s.running != "f32" else F32, g)
-        w, b = (None if s.params == "bias" else w), (None if s.params == "weight" else b)
+        w, b = _affine_params(C, s.dtype if s.running != "f32" else F32, g, s.params)
     return x, rm, rv, w, b
 
 
@@ -309,18 +317,16 @@ def _bn_alts(x, rm, rv, w, b, training, eps):
             alts.append((aff((xd - m0) / torch.sqrt(v0 + eps)),
                          "statistics over the wrong dims (dim 0 only): BatchNorm's S_i is every dim except the "
                          f"channels, dims {tuple(dims)}"))
+        used = (mean, var_b)
     else:
         alts.append((aff((xd - mean) / torch.sqrt(var_b + eps)),
                      "normalizing with the batch's statistics in eval mode: with training=False, use running_mean "
                      "and running_var (and leave them unchanged)"))
-        rmd, rvd = rm.to(F64).reshape(cs), rv.to(F64).reshape(cs)
-        alts.append((aff((xd - rmd) / (torch.sqrt(rvd) + eps)),
+        used = (rm.to(F64).reshape(cs), rv.to(F64).reshape(cs))
+        alts.append((aff((xd - used[0]) / (torch.sqrt(used[1]) + eps)),
                      "eps added outside the square root: use (x - running_mean) / sqrt(running_var + eps)"))
-    if b is not None and w is None:
-        stats = (mean, var_b) if training else (rm.to(F64).reshape(cs), rv.to(F64).reshape(cs))
-        alts.append((aff((xd - stats[0]) / torch.sqrt(stats[1] + eps)) - b.to(F64).reshape(cs),
-                     "the output without the bias: weight=None does not mean bias=None; apply each on its own"))
-    return alts
+    dropped = _bias_dropped((xd - used[0]) / torch.sqrt(used[1] + eps), w, b)
+    return alts + ([dropped] if dropped else [])
 
 
 def _check_running(name, got, before, expected, ptr, dtype, x, momentum, stat_alts):
@@ -750,9 +756,9 @@ def _ln_alts(kind, x, w, b, k, eps):
             alts.append((aff((xd - m1) / torch.sqrt(v1 + eps)),
                          "statistics over the last dim only: normalized_shape has "
                          f"{k} dims, so reduce over the last {k} dims of x"))
-        if b is not None and w is None:
-            alts.append((aff((xd - mean) / torch.sqrt(vb + eps)) - b.to(F64),
-                         "the output without the bias: weight=None does not mean bias=None; apply each on its own"))
+        dropped = _bias_dropped((xd - mean) / torch.sqrt(vb + eps), w, b)
+        if dropped:
+            alts.append(dropped)
     else:
         ms = xd.square().mean(dims, keepdim=True)
         alts.append((aff(xd / (torch.sqrt(ms) + eps)),
@@ -939,10 +945,8 @@ def _gn_alts(x, G, w, b, eps):
         y = ((xg - mean) / torch.sqrt(vb + eps)).reshape(x.shape)
         alts.append((y * wg.reshape(cs) + bg.reshape(cs),
                      "a weight per group: GroupNorm's weight and bias are per channel, shape (C,)"))
-    if b is not None and w is None:
-        alts.append((aff(((xg - mean) / torch.sqrt(vb + eps)).reshape(x.shape)) - b.to(F64).reshape(cs),
-                     "the output without the bias: weight=None does not mean bias=None; apply each on its own"))
-    return alts
+    dropped = _bias_dropped(((xg - mean) / torch.sqrt(vb + eps)).reshape(x.shape), w, b)
+    return alts + ([dropped] if dropped else [])
 
 
 def _gn_case(s: GN) -> Case:
@@ -956,8 +960,7 @@ def _gn_case(s: GN) -> Case:
         x0 = _x(s.shape, s.dtype, g, s.scale, s.offset)
         w0 = b0 = None
         if s.affine:
-            w0, b0 = _affine_params(C, s.dtype, g)
-            w0, b0 = (None if s.params == "bias" else w0), (None if s.params == "weight" else b0)
+            w0, b0 = _affine_params(C, s.dtype, g, s.params)
         (x, xd), (w, wd), (b, bd) = _leaves(s.grad, x0, w0, b0)
         calls = []
         if inst:

@@ -68,6 +68,8 @@ Stages:
 - "lnpdl": the same tail as the split kernel's short programs, but on the same stream as a programmatic
   dependent launch (PDL) that may start only once every program of the whole-row kernel has started (run #59:
   within 0.3 of one launch at 32K bf16, never above it by more than the passes' spread).
+- "lnstagger": the first wave of the looped kernel starting at staggered moments (run #63: inconclusive).
+- "lnbound": ln_bound.py's probes, kernels with LayerNorm's bytes and less and less of its work (runs #60-#62).
 - "lnpair": long 16-bit rows with one statistics reduction before y (ln_pair.py: shifted sums, the stored
   statistics summed again exactly during the second read). Run #49: 94.2 % at 32K bf16 without the guard or the
   re-sum, but the stored mean misses its tolerance on |x|~300 rows in every form; with the re-sum, 88 %.
@@ -83,7 +85,7 @@ every timed point is the faster of two interleaved passes. Results: explore_clus
 order run. Its first run's num_ctas = 1 rows read "wrong" because that version of the script passed eps
 and N in swapped places; the last "cluster" run (after the "ln64" rerun) has them measured, and the
 num_ctas > 1 compile failures do not depend on it.
-    python benchmarks/explore/explore_cluster.py [cluster|split|ln64|lnchunk|small|hints|lnstats|lnguard|lnvariants|pipe|prefetch|peers|rmsvariants|tiles|ladder|params|rowwarps|lnwarps|lnrows|lnpersist|lnshort|lntile|rmsshort|lnregs|lnpipe|lntma|rowladder|lnnostats|lnsize|cudaln|lnwaves|lntail|lnstreams|lnpdl|lnstagger|lnpair|lnstatic|lngroups|all]
+    python benchmarks/explore/explore_cluster.py [cluster|split|ln64|lnchunk|small|hints|lnstats|lnguard|lnvariants|pipe|prefetch|peers|rmsvariants|tiles|ladder|params|rowwarps|lnwarps|lnrows|lnpersist|lnshort|lntile|rmsshort|lnregs|lnpipe|lntma|rowladder|lnnostats|lnsize|cudaln|lnwaves|lntail|lnstreams|lnpdl|lnstagger|lnbound|lnpair|lnstatic|lngroups|all]
 """
 import inspect
 import json
@@ -1985,6 +1987,25 @@ def time_ln_tail(copy):
         torch.cuda.empty_cache()
 
 
+def looped_rows(ns5, x, y, w, b, mean, rstd, lo, hi, **launch):
+    """Rows [lo, hi) through lesson 05's looped kernel (from namespace ns5) as the dispatcher launches it."""
+    N, elt = x.shape[1], x.element_size()
+    block = triton.next_power_of_2(N) // (2 if elt == 2 and N * elt > 32768 else 1)   # the dispatcher's chunk
+    ns5["_layernorm_fwd_looped_kernel"][(hi - lo,)](
+        x[lo:hi], y[lo:hi], w, b, mean[lo:hi], rstd[lo:hi], x.stride(0), y.stride(0), bench_ln.EPS, N=N, BLOCK_N=block,
+        HAS_WEIGHT=True, HAS_BIAS=True, num_warps=ns5["num_warps_for"](block, elt), **launch)
+
+
+def split_rows(ns5, x, y, w, b, mean, rstd, lo, hi, chunk, part, count, **launch):
+    """Rows [lo, hi) through lesson 05's split kernel, in programs of `chunk` elements (workspace part, count)."""
+    N, split = x.shape[1], triton.cdiv(x.shape[1], chunk)
+    ns5["_layernorm_fwd_split_kernel"][((hi - lo) * split,)](
+        x[lo:hi], y[lo:hi], w, b, mean[lo:hi], rstd[lo:hi], part, count, N, x.stride(0), y.stride(0), bench_ln.EPS,
+        1 << 14, 1 << 30, SPLIT=split, SPLIT_P2=triton.next_power_of_2(split), CHUNK=chunk,
+        FB_BLOCK=min(chunk, 1024), HAS_WEIGHT=True, HAS_BIAS=True,
+        num_warps=min(8, ns5["num_warps_for"](chunk, x.element_size())), **launch)
+
+
 def time_ln_streams(copy):
     """Fill the drain from a second stream: the dispatcher's looped kernel runs rows [0, M - T) on the caller's
     stream (or, "/prio", on a high-priority stream forked from it, so that its programs are placed first) while
@@ -2003,26 +2024,12 @@ def time_ln_streams(copy):
     assert not e5, e5
     passes = int(os.environ.get("PASSES", "5"))
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    looped, split_kernel, warps_for = ns5["_layernorm_fwd_looped_kernel"], ns5["_layernorm_fwd_split_kernel"], ns5["num_warps_for"]
     high, side = torch.cuda.Stream(priority=-1), torch.cuda.Stream()
     for N, dtype in env_points("STREAM_POINTS", [(32768, torch.bfloat16), (32768, torch.float16), (16384, torch.bfloat16),
                                                  (32768, torch.float32)]):
         x, w, b, y, mean, rstd, runs = ln_point(N, dtype, ns5)
-        M, elt = x.shape[0], x.element_size()
-        block = triton.next_power_of_2(N) // (2 if elt == 2 and N * elt > 32768 else 1)   # the dispatcher's chunk
-
-        def whole_rows(lo, hi):
-            looped[(hi - lo,)](x[lo:hi], y[lo:hi], w, b, mean[lo:hi], rstd[lo:hi], x.stride(0), y.stride(0),
-                               bench_ln.EPS, N=N, BLOCK_N=block, HAS_WEIGHT=True, HAS_BIAS=True,
-                               num_warps=warps_for(block, elt))
-
-        def split_rows(lo, hi, chunk, part, count):
-            split = triton.cdiv(N, chunk)
-            split_kernel[((hi - lo) * split,)](x[lo:hi], y[lo:hi], w, b, mean[lo:hi], rstd[lo:hi], part, count, N,
-                                               x.stride(0), y.stride(0), bench_ln.EPS, 1 << 14, 1 << 30,
-                                               SPLIT=split, SPLIT_P2=triton.next_power_of_2(split), CHUNK=chunk,
-                                               FB_BLOCK=min(chunk, 1024), HAS_WEIGHT=True, HAS_BIAS=True,
-                                               num_warps=min(8, warps_for(chunk, elt)))
+        M = x.shape[0]
+        whole_rows = lambda lo, hi: looped_rows(ns5, x, y, w, b, mean, rstd, lo, hi)
 
         def forked(tail_launch, tail, prio, tail_first):
             def run():
@@ -2050,7 +2057,7 @@ def time_ln_streams(copy):
                 part = torch.empty(2 * tail * triton.cdiv(N, chunk), device="cuda")
                 count = torch.zeros(tail, dtype=torch.int32, device="cuda")
                 launch = (lambda tail=tail, chunk=chunk, part=part, count=count:
-                          split_rows(M - tail, M, chunk, part, count))
+                          split_rows(ns5, x, y, w, b, mean, rstd, M - tail, M, chunk, part, count))
                 for prio in (False, True):
                     runs[f"streams/T{tail}/c{chunk}{'/prio' if prio else ''}"] = forked(launch, tail, prio, False)
                 runs[f"streams/T{tail}/c{chunk}/bfirst"] = forked(launch, tail, False, True)
@@ -2083,25 +2090,11 @@ def time_ln_pdl(copy):
     assert not errors, errors
     ns5 = load_variants("05_triton_layernorm", {"pdl": PDL_TRIGGER}, "pdl")["pdl"]
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    looped, split_kernel, warps_for = ns5["_layernorm_fwd_looped_kernel"], ns5["_layernorm_fwd_split_kernel"], ns5["num_warps_for"]
     for N, dtype in env_points("PDL_POINTS", [(32768, torch.bfloat16), (32768, torch.float16), (16384, torch.bfloat16),
                                               (32768, torch.float32)]):
         x, w, b, y, mean, rstd, runs = ln_point(N, dtype, plain)
-        M, elt = x.shape[0], x.element_size()
-        block = triton.next_power_of_2(N) // (2 if elt == 2 and N * elt > 32768 else 1)   # the dispatcher's chunk
-
-        def whole_rows(lo, hi, pdl=False):
-            looped[(hi - lo,)](x[lo:hi], y[lo:hi], w, b, mean[lo:hi], rstd[lo:hi], x.stride(0), y.stride(0),
-                               bench_ln.EPS, N=N, BLOCK_N=block, HAS_WEIGHT=True, HAS_BIAS=True,
-                               num_warps=warps_for(block, elt), launch_pdl=pdl)
-
-        def split_rows(lo, hi, chunk, part, count, pdl):
-            split = triton.cdiv(N, chunk)
-            split_kernel[((hi - lo) * split,)](x[lo:hi], y[lo:hi], w, b, mean[lo:hi], rstd[lo:hi], part, count, N,
-                                               x.stride(0), y.stride(0), bench_ln.EPS, 1 << 14, 1 << 30,
-                                               SPLIT=split, SPLIT_P2=triton.next_power_of_2(split), CHUNK=chunk,
-                                               FB_BLOCK=min(chunk, 1024), HAS_WEIGHT=True, HAS_BIAS=True,
-                                               num_warps=min(8, warps_for(chunk, elt)), launch_pdl=pdl)
+        M = x.shape[0]
+        whole_rows = lambda lo, hi, pdl=False: looped_rows(ns5, x, y, w, b, mean, rstd, lo, hi, launch_pdl=pdl)
 
         def two_launches(tail, launch_tail):
             def run():
@@ -2120,7 +2113,8 @@ def time_ln_pdl(copy):
                 count = torch.zeros(tail, dtype=torch.int32, device="cuda")
                 for pdl in (True, False):
                     launch = (lambda tail=tail, chunk=chunk, part=part, count=count, pdl=pdl:
-                              split_rows(M - tail, M, chunk, part, count, pdl))
+                              split_rows(ns5, x, y, w, b, mean, rstd, M - tail, M, chunk, part, count,
+                                         launch_pdl=pdl))
                     runs[f"pdl/T{tail}/c{chunk}{'' if pdl else '/serial'}"] = two_launches(tail, launch)
         best_of_two("ln", runs, x, w, b, copy, reset=y.zero_, passes=passes)
         del x, w, b, y
@@ -2158,6 +2152,44 @@ def time_ln_stagger(copy):
             runs[name] = (lambda ns=ns: ns["layernorm"](x, w, b, bench_ln.EPS)[0])
         best_of_two("ln", runs, x, w, b, copy, passes=passes)
         del x, w, b, y
+        torch.cuda.empty_cache()
+
+
+def time_ln_bound(copy):
+    """ln_bound.py's probes: kernels with LayerNorm's bytes and less and less of its work (see there), one program per
+    row, by warps (and the packed LayerNorm by maxnreg caps), next to the dispatcher, torch.compile and a torch copy
+    of the same dtype and bytes. The probes that claim to be LayerNorms are checked as the benchmark checks;
+    times are helpers.bench.timing_passes (the benchmark's rule); each row carries the kernel's registers and
+    spills. BOUND_POINTS (N:dtype,...)."""
+    from autograder.notebook import load
+    from ln_bound import IS_LAYERNORM, KINDS, ln_bound
+    ns5, errors = load(ROOT / "solutions" / "05_triton_layernorm.ipynb")
+    assert not errors, errors
+    for N, dtype in env_points("BOUND_POINTS", [(32768, torch.bfloat16), (16384, torch.bfloat16)]):
+        x, w, b, y, mean, rstd, runs = ln_point(N, dtype, ns5)
+        src, dst = x.reshape(-1), torch.empty_like(x).reshape(-1)
+        runs["torch copy (same dtype)"] = lambda: dst.copy_(src)
+        probes = [(kind, warps, None) for kind in KINDS for warps in (8, 16, 32)]
+        if dtype != torch.float32:
+            probes += [("layernorm/packed", warps, cap) for warps in (16, 32) for cap in (None, 32, 40)]
+        regs = {}
+        for kind, warps, cap in probes:
+            name = f"{kind}/w{warps}" + (f"/r{cap}" if cap else "")
+            runs[name] = (lambda kind=kind, warps=warps, cap=cap:
+                          ln_bound(kind, x, w, b, y, mean, rstd, bench_ln.EPS, warps, maxnreg=cap))
+            kernel = runs[name]()
+            regs[name] = {"regs": kernel.n_regs, "spills": kernel.n_spills}
+            if kind in IS_LAYERNORM:
+                ok, msg = bench_ln.check(y, (x, w, b))
+                if not ok:
+                    emit(op="ln", impl=name, dtype=str(dtype)[6:], N=N, wrong=msg[:400])
+                    del runs[name]
+        n_bytes = bench_ln.n_bytes(*x.shape, (x, w, b))
+        pct = lambda ms: round(100 * n_bytes / ms * 1e-6 / copy, 1)
+        for name, ms in sorted(hb.timing_passes(runs).items(), key=lambda kv: min(kv[1])):
+            emit(op="ln", impl=name, dtype=str(dtype)[6:], N=N, pct=pct(min(ms)), passes=[pct(t) for t in ms],
+                 **regs.get(name, {}))
+        del x, w, b, y, src, dst
         torch.cuda.empty_cache()
 
 
@@ -2475,7 +2507,7 @@ def main():
               "rowladder": time_row_ladder, "lnnostats": time_ln_no_stats,
               "lnsize": time_ln_size, "cudaln": time_cuda_cluster,
               "lnwaves": time_ln_waves, "lntail": time_ln_tail,
-              "lnstreams": time_ln_streams, "lnpdl": time_ln_pdl, "lnstagger": time_ln_stagger, "lnpair": time_ln_pair,
+              "lnstreams": time_ln_streams, "lnpdl": time_ln_pdl, "lnstagger": time_ln_stagger, "lnbound": time_ln_bound, "lnpair": time_ln_pair,
               "lnstatic": time_ln_static, "lngroups": time_ln_groups,
               "statsfirst": time_stats_first, "rmsconfigs": time_rms_configs}
     stage = sys.argv[1] if len(sys.argv) > 1 else "all"

@@ -16,36 +16,31 @@ kernel would score):
   1024-thread programs fit an SM at 32;
 next to lesson 05's dispatcher and a torch copy of the same dtype and bytes.
 
-    python benchmarks/explore/ln_bound.py          (BOUND_POINTS=N:dtype,...; passes as the course's bench times them)
+    python benchmarks/explore/explore_cluster.py lnbound       (BOUND_POINTS=N:dtype,...)
+
+(Runs #60-#62 were timed by a driver of this file's own, with the same rule; it is that stage now.)
 
 Results: explore_cluster_H100.jsonl, stage "lnbound" (runs #60-#61, H100, % of the fp32 copy, best warps): at
 N = 32768 in bf16 y = x 97.4-97.5, affine 97.9-98.0, mean 92.0-92.1, layernorm 88.8-88.9, layernorm/reload
 90.3-90.4, the dispatcher 91.9-92.0, torch's bf16 copy 96.9-97.0; at N = 16384 97.7, 97.6, 95.8, 95.3, 95.8, 95.8,
 96.9-97.0. The wb-early kinds spill and lose 6-19 points. Run #62: layernorm/packed reaches 91.3 at 32K bf16 (91.7
 fp16) with 32 warps uncapped, against the dispatcher's 91.7 (92.7), and capped at 32 or 40 registers (two programs
-per SM) it spills: 27-65 (bf16), 38-72 (fp16). A reduction before the first store, in a program that
+per SM) it spills: 27-65 (bf16), 38-72 (fp16). Run #64 (the stage, 32K bf16) reproduces #60-#62 within 0.6 and
+records the packed kernel's registers: 60 uncapped, the same as the float32 row's "mean" probe. A reduction before the first store, in a program that
 holds its whole row (one program per SM), is what costs at the benchmark's 2048 rows; the weight's and bias's bytes
 alone do not. (With 4 or 8 times the rows the dispatcher reaches 99.3-99.6 % of a same-bytes copy, stage "lnsize":
 the wait costs most in a short launch.)
 """
-import json
-import os
-import sys
-from pathlib import Path
+import triton
+import triton.language as tl
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-
-import helpers  # noqa: E402,F401  (before triton)
-import torch  # noqa: E402
-import triton  # noqa: E402
-import triton.language as tl  # noqa: E402
-
-import helpers.bench as hb  # noqa: E402
-import helpers.bench_layernorm as bench_ln  # noqa: E402
-
-KINDS = {"copy": 0, "affine": 1, "mean": 2, "layernorm": 3, "layernorm/reload": 4, "mean/wb-early": 5,
-         "layernorm/wb-early": 6}
+# What each probe does: REDUCTIONS before y (0, the mean, or the mean then the squared deviations, with mean and
+# rstd stored), AFFINE (y = x without w and b), RELOAD (x read again for y), WB_EARLY (w and b loaded before the
+# reductions). "layernorm/packed" is _packed_kernel (16-bit only).
+KINDS = {"copy": dict(REDUCTIONS=0, AFFINE=False), "affine": dict(REDUCTIONS=0), "mean": dict(REDUCTIONS=1),
+         "layernorm": dict(REDUCTIONS=2), "layernorm/reload": dict(REDUCTIONS=2, RELOAD=True),
+         "mean/wb-early": dict(REDUCTIONS=1, WB_EARLY=True), "layernorm/wb-early": dict(REDUCTIONS=2, WB_EARLY=True)}
+IS_LAYERNORM = ("layernorm", "layernorm/reload", "layernorm/wb-early", "layernorm/packed")   # checked as LayerNorms
 
 
 @triton.jit
@@ -61,34 +56,35 @@ def _widen(x):
 
 
 @triton.jit
-def _bound_kernel(X, Y, W, B, MEAN, RSTD, eps, N: tl.constexpr, BLOCK_N: tl.constexpr, KIND: tl.constexpr):
-    # one program per row, the row one chunk; KIND picks how much of LayerNorm's work is done (see the docstring)
+def _bound_kernel(X, Y, W, B, MEAN, RSTD, eps, N: tl.constexpr, BLOCK_N: tl.constexpr, REDUCTIONS: tl.constexpr,
+                  AFFINE: tl.constexpr, RELOAD: tl.constexpr, WB_EARLY: tl.constexpr):
+    # one program per row, the row one chunk, with as much of LayerNorm's work as the flags say
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK_N)
     mask = cols < N
     x = tl.load(X + row * N + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
-    if KIND >= 5:   # the weight and bias loaded before the reductions, kept in their own dtype until used
+    if WB_EARLY:   # kept in their own dtype until y
         w_early = tl.load(W + cols, mask=mask, other=0.0)
         b_early = tl.load(B + cols, mask=mask, other=0.0)
     mean = 0.0
     rstd = 1.0
-    if KIND >= 2:
+    if REDUCTIONS >= 1:
         mean = tl.sum(x, axis=0) / N
-    if KIND >= 3 and KIND != 5:
+    if REDUCTIONS >= 2:
         d = tl.where(mask, x - mean, 0.0)
         rstd = tl.rsqrt(tl.sum(d * d, axis=0) / N + eps)
-    if KIND == 4:
+    if RELOAD:
         x = tl.load(X + row * N + cols, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
-    if KIND == 0:
+    if not AFFINE:
         y = x
-    elif KIND >= 5:
+    elif WB_EARLY:
         y = (x - mean) * rstd * w_early.to(tl.float32) + b_early.to(tl.float32)
     else:
         w = tl.load(W + cols, mask=mask, other=0.0).to(tl.float32)
         b = tl.load(B + cols, mask=mask, other=0.0).to(tl.float32)
         y = (x - mean) * rstd * w + b
     tl.store(Y + row * N + cols, y.to(Y.dtype.element_ty), mask=mask)
-    if KIND >= 3 and KIND != 5:
+    if REDUCTIONS >= 2:
         tl.store(MEAN + row, mean)
         tl.store(RSTD + row, rstd)
 
@@ -110,63 +106,13 @@ def _packed_kernel(X, Y, W, B, MEAN, RSTD, eps, N: tl.constexpr, BLOCK_N: tl.con
     tl.store(RSTD + row, rstd)
 
 
-def main():
-    from autograder.notebook import load
-    ns5, errors = load(ROOT / "solutions" / "05_triton_layernorm.ipynb")
-    assert not errors, errors
-    out = Path(os.environ.get("OUT", "/tmp"))
-    log = open(out / "ln_bound.jsonl", "a")
-
-    def emit(**row):
-        log.write(json.dumps(row) + "\n")
-        print(json.dumps(row), flush=True)
-
-    points = [(32768, torch.bfloat16), (16384, torch.bfloat16)]
-    if os.environ.get("BOUND_POINTS"):
-        points = [(int(n), getattr(torch, d)) for n, d in (p.split(":") for p in os.environ["BOUND_POINTS"].split(","))]
-    copy32 = hb.copy_gbs()
-    emit(stage="lnbound", device=torch.cuda.get_device_name(), copy_gbs=round(copy32, 1), triton=triton.__version__)
-    for N, dtype in points:
-        M = hb.TOTAL_ELEMENTS // N
-        x, w, b = bench_ln.make_inputs(M, N, dtype)
-        y = torch.empty_like(x)
-        mean, rstd = torch.empty(M, device="cuda"), torch.empty(M, device="cuda")
-        src, dst = x.reshape(-1), torch.empty_like(x).reshape(-1)
-        runs = {"dispatch": lambda: ns5["layernorm"](x, w, b, bench_ln.EPS),
-                "torch copy (same dtype)": lambda: dst.copy_(src)}
-        for name, kind in KINDS.items():
-            for warps in (8, 16, 32):
-                runs[f"{name}/w{warps}"] = (lambda kind=kind, warps=warps: _bound_kernel[(M,)](
-                    x, y, w, b, mean, rstd, bench_ln.EPS, N=N, BLOCK_N=triton.next_power_of_2(N), KIND=kind,
-                    num_warps=warps))
-        regs = {}
-        for name, run in runs.items():   # a launch returns its compiled kernel: registers and spills per thread
-            kernel = run()
-            if hasattr(kernel, "n_regs"):
-                regs[name] = {"regs": kernel.n_regs, "spills": kernel.n_spills}
-        if dtype != torch.float32:
-            for warps in (16, 32):
-                for cap in (None, 32, 40):
-                    runs[f"layernorm/packed/w{warps}" + (f"/r{cap}" if cap else "")] = (
-                        lambda warps=warps, cap=cap: _packed_kernel[(M,)](
-                            x, y, w, b, mean, rstd, bench_ln.EPS, N=N, BLOCK_N=triton.next_power_of_2(N),
-                            num_warps=warps, **({"maxnreg": cap} if cap else {})))
-        for name in ("layernorm/w16", "layernorm/reload/w16", "layernorm/wb-early/w16", "layernorm/packed/w32",
-                     "layernorm/packed/w32/r32"):
-            if name not in runs:
-                continue
-            runs[name]()   # the probes that claim to be LayerNorm are checked like the benchmark checks
-            ok, msg = bench_ln.check(y, (x, w, b))
-            assert ok, (name, msg)
-        times = hb.timing_passes(runs)
-        n_bytes = bench_ln.n_bytes(M, N, (x, w, b))
-        for name, ms in sorted(times.items(), key=lambda kv: min(kv[1])):
-            emit(stage="lnbound", N=N, dtype=str(dtype)[6:], impl=name,
-                 pct=round(100 * n_bytes / min(ms) * 1e-6 / copy32, 1),
-                 passes=[round(100 * n_bytes / t * 1e-6 / copy32, 1) for t in ms], **regs.get(name, {}))
-        del x, w, b, y, src, dst
-        torch.cuda.empty_cache()
-
-
-if __name__ == "__main__":
-    main()
+def ln_bound(kind, x, w, b, y, mean, rstd, eps, warps, maxnreg=None):
+    """Launch probe `kind` (a KINDS name or "layernorm/packed") over the rows of x (M, N), contiguous; returns the
+    compiled kernel (its n_regs and n_spills)."""
+    M, N = x.shape
+    launch = dict(num_warps=warps, **({"maxnreg": maxnreg} if maxnreg else {}))
+    if kind == "layernorm/packed":
+        return _packed_kernel[(M,)](x, y, w, b, mean, rstd, eps, N=N, BLOCK_N=triton.next_power_of_2(N), **launch)
+    flags = {"AFFINE": True, "RELOAD": False, "WB_EARLY": False, **KINDS[kind]}
+    return _bound_kernel[(M,)](x, y, w, b, mean, rstd, eps, N=N, BLOCK_N=triton.next_power_of_2(N), **flags,
+                               **launch)
