@@ -29,6 +29,7 @@ class Exercise:
     kernels: tuple[str, ...] = ()
     cases: list[Case] = field(default_factory=list)
     timeout_s: float = 180.0
+    given: tuple[str, ...] = ()    # names in `functions` that the notebook provides (lesson 05's repaired launcher)
 
     @property
     def needs_cuda(self) -> bool:

@@ -17,7 +17,7 @@ from helpers.reference import layernorm_ref, rmsnorm_ref, softmax_ref
 
 from .harness import guarded_input, student_call
 from .registry import Case, Exercise, register
-from .runner import STUB_MARKER
+from .runner import holds_stub
 
 
 @dataclass
@@ -176,7 +176,7 @@ def judge_compile(src, kernels: tuple) -> tuple[bool, str]:
 
     if not isinstance(src, str):
         return False, f"the CUDA source must be a string, got {type(src).__name__}"
-    if STUB_MARKER in src:
+    if holds_stub(src):
         return False, "the CUDA source still holds its TODO"
     try:
         return True, compile_check(src, kernels)
@@ -185,13 +185,13 @@ def judge_compile(src, kernels: tuple) -> tuple[bool, str]:
 
 
 def exercise(lesson: str, op: Op, id: str, title: str, functions: tuple, kernels: tuple, specs: list[Spec],
-             *, cuda_source: str | None = None, compile_points: int = 3):
+             *, cuda_source: str | None = None, compile_points: int = 3, given: tuple = ()):
     """Register an exercise whose cases call functions[0] on each Spec.
 
     With `cuda_source` (the name of the student's CUDA C string) the exercise is a CUDA C one: a first
     case compiles that string with nvcc (runs without a GPU), and the Spec cases need CUDA to run.
     """
-    ex = Exercise(id=id, lesson=lesson, title=title, functions=functions, kernels=kernels)
+    ex = Exercise(id=id, lesson=lesson, title=title, functions=functions, kernels=kernels, given=given)
     entry = functions[0]
     needs = "cuda" if cuda_source else None
 

@@ -23,9 +23,36 @@ def _source(obj) -> str:
         return getattr(obj, "src", "") or ""
 
 
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def holds_stub(source: str) -> bool:
+    """Whether a source still holds an untouched stub region (autograder.stubs writes them).
+
+    Untouched: the marker comment (`# YOUR CODE HERE` followed by `pass`, or `// YOUR CODE HERE` in CUDA C)
+    with nothing written after it in its block: the next code line closes the block (less indentation, or the
+    end of the source) or, in Python, is the given `return` that follows some stubs (lesson 03's launchers).
+    A student who keeps the comment and writes the code below it has filled the region, so the grader shows
+    the real messages; code written only above a kept comment and `pass` still reads as a stub.
+    """
+    lines = [ln for ln in source.split("\n") if ln.strip()]
+    for i, line in enumerate(lines):
+        text = line.strip()
+        if text == f"# {STUB_MARKER}" and i + 1 < len(lines) and lines[i + 1].strip() == "pass":
+            rest, indent = lines[i + 2:], _indent(lines[i + 1])
+            if not rest or _indent(rest[0]) < indent or rest[0].strip().startswith("return"):
+                return True
+        elif text == f"// {STUB_MARKER}":
+            rest = lines[i + 1:]
+            if not rest or _indent(rest[0]) < _indent(line):
+                return True
+    return False
+
+
 def untouched_stubs(ex: Exercise, ns: dict) -> list[str]:
-    """Names of the exercise's functions whose body still holds the stub marker."""
-    return [name for name in ex.functions if name in ns and STUB_MARKER in _source(ns[name])]
+    """Names of the exercise's functions that still hold an untouched stub region."""
+    return [name for name in ex.functions if name in ns and holds_stub(_source(ns[name]))]
 
 
 def _short_error(e: BaseException) -> str:
@@ -82,8 +109,10 @@ def grade(ex: Exercise | str, ns: dict, *, gpu: bool | None = None) -> dict:
             row["message"] = f"not defined: {', '.join(missing)} (run the cell that defines it)"
         else:
             ok, msg = run_case(case, ns)
-            if not ok and stubs:
+            if not ok and stubs and set(stubs) >= set(ex.functions) - set(ex.given):
                 msg = f"not implemented yet: fill in the TODO in {', '.join(stubs)}"
+            elif not ok and stubs:   # the others are written: their messages teach, the stub is named beside them
+                msg = f"{msg} (still a TODO stub: {', '.join(stubs)})"
             row.update(passed=ok, message=msg)
         cases.append(row)
     earned = sum(c["points"] for c in cases if c["passed"])

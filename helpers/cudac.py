@@ -123,7 +123,7 @@ def compile_check(src, kernels: tuple[str, ...], archs: tuple[str, ...] = ARCHS)
     names = ", ".join(kernels) if len(kernels) <= 3 else f"all {len(kernels)} kernels"
     summary = f"compiles for {', '.join(archs)}; exports {names}"
     if STUB_TODO in src:
-        summary += f"; but it still holds its TODO (// {STUB_TODO}): write the kernel there"
+        summary += f"; it still holds // {STUB_TODO}: write the kernel there (and delete the comment once you have)"
     return summary
 
 

@@ -156,3 +156,50 @@ def test_student_call_runs_without_triton(monkeypatch):
         x = torch.empty(3, 4)                                               # still guarded by the harness
         torch.nn.functional.softmax(x.fill_(1.0), dim=-1)
     assert spy.launches == {}
+
+
+STUB_BODY = "    # YOUR CODE HERE\n    pass\n"
+
+
+@pytest.mark.parametrize("source,stub", [
+    ("def f(x):\n    check(x)\n" + STUB_BODY, True),                               # untouched
+    ("def f(x):\n" + STUB_BODY + "    return y.view(x.shape)\n", True),             # lesson 03's given return
+    ("class N:\n    def a(self):\n        # YOUR CODE HERE\n        pass\n\n    def b(self):\n", True),
+    ("def f(x):\n" + STUB_BODY + "    y = x + 1\n    return y\n", False),         # comment and pass kept, code below
+    ("def f(x):\n    # YOUR CODE HERE\n    return x + 1\n", False),                 # comment kept, pass replaced
+    ("def f(x):\n    return x + 1\n", False),
+    ("__global__ void k() {\n    // YOUR CODE HERE\n}\n", True),
+    ("__global__ void k() {\n    // YOUR CODE HERE\n    y[i] = 0.f;\n}\n", False),
+    ("__global__ void k() {\n    # YOUR CODE HERE\n    pass\n}\n", True),         # the Python form inside a C string
+])
+def test_holds_stub_tells_an_untouched_region_from_a_filled_one(source, stub):
+    from autograder.runner import holds_stub
+    assert holds_stub(source) is stub
+
+
+def _grade_student_02(tmp_path, edits, exercise):
+    from autograder import grade
+    path = write_variant(tmp_path, edits, src=STUDENT_04.parent / "02_stable_reductions.ipynb")
+    ns, errors = load(path)
+    assert not errors, errors
+    failed = [c for c in grade(get(exercise), ns)["cases"] if not c["passed"]]
+    assert failed
+    return " | ".join(c["message"] for c in failed)
+
+
+def test_a_kept_todo_comment_does_not_hide_the_real_message(tmp_path):
+    """A student who writes below `# YOUR CODE HERE` / `pass` gets the hints, not "not implemented yet"."""
+    bug = ("    z = x.float()\n    e = torch.exp(z - z.max())\n"   # one max for the whole tensor
+           "    return (e / e.sum(dim=dim, keepdim=True)).to(x.dtype)\n")
+    messages = _grade_student_02(tmp_path, [('    check_float_tensor(x, "x")\n' + STUB_BODY.rstrip(),
+                                             '    check_float_tensor(x, "x")\n' + STUB_BODY + bug)], "stable_softmax")
+    assert "not implemented yet" not in messages and "amax(dim, keepdim=True)" in messages
+
+
+def test_a_stub_beside_written_code_is_named_next_to_the_real_message(tmp_path):
+    written = "    count = count + 1\n    delta = x - mean\n    mean = mean + delta / count\n" \
+              "    m2 = m2 + delta * delta\n    return count, mean, m2\n"   # the update's classic bug
+    messages = _grade_student_02(tmp_path, [("    x = x.to(mean.dtype)\n" + STUB_BODY.rstrip(),
+                                             "    x = x.to(mean.dtype)\n" + written)], "welford")
+    assert "delta*delta overcounts" in messages and "(still a TODO stub: welford_merge)" in messages
+    assert "not implemented yet" not in messages

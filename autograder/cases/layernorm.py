@@ -67,7 +67,7 @@ exercise(LESSON, LAYERNORM, "layernorm_fwd", "LayerNorm forward: a tile of rows 
          ])
 
 exercise(LESSON, LAYERNORM, "layernorm_fwd_fixed", "LayerNorm forward: the repaired three-pass looped kernel",
-         ("layernorm_fwd_fixed", FIXED), (FIXED,), COMMON + LONG)
+         ("layernorm_fwd_fixed", FIXED), (FIXED,), COMMON + LONG, given=("layernorm_fwd_fixed",))
 
 exercise(LESSON, LAYERNORM, "layernorm_fwd_looped", "LayerNorm forward: two passes with Chan's merge",
          ("layernorm_fwd_looped", LOOPED), (LOOPED,), COMMON + LONG)
