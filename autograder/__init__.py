@@ -11,6 +11,7 @@ import inspect
 
 from .registry import get, for_lesson, lessons, EXERCISES  # noqa: F401
 from .runner import grade, format_table
+from .harness import run_guarded  # noqa: F401  (visible checks: out-of-bounds stores reported, not crashing)
 
 
 class CheckResult(float):
@@ -38,4 +39,4 @@ def check(exercise_id: str, ns: dict | None = None) -> CheckResult:
     return CheckResult(result)
 
 
-__all__ = ["check", "grade", "format_table", "get", "for_lesson", "lessons", "CheckResult"]
+__all__ = ["check", "run_guarded", "grade", "format_table", "get", "for_lesson", "lessons", "CheckResult"]

@@ -25,6 +25,7 @@ FORBIDDEN = ("rms_norm", "layer_norm", "group_norm", "batch_norm", "instance_nor
 class Spy:
     def __init__(self):
         self.launches: dict[str, int] = {}
+        self.grids: dict[str, list] = {}   # kernel name -> the grid of each launch, (x, y, z), None where unknown
         self.forbidden: list[str] = []
         self.buffers: list[tuple[torch.Tensor, int, int, tuple, torch.dtype]] = []
 
@@ -35,7 +36,7 @@ class Spy:
             if before or after:
                 where = f"{after} elements past its end" if after else f"{before} elements before its start"
                 return (f"wrote out of bounds: {where} of a {tuple(shape)} {str(dtype).replace('torch.', '')} "
-                        "buffer your code allocated (a missing or wrong mask?)")
+                        "buffer your code allocated (a missing or wrong mask, or a wrong row stride?)")
         return None
 
 
@@ -44,6 +45,15 @@ def _size(args) -> tuple | None:
         args = tuple(args[0])
     if all(isinstance(a, int) and not isinstance(a, bool) for a in args):
         return tuple(args)
+    return None
+
+
+def _grid3(grid) -> tuple | None:
+    """A launch grid as (x, y, z); None for a grid given as a function of the meta-parameters."""
+    if isinstance(grid, int) and not isinstance(grid, bool):
+        grid = (grid,)
+    if isinstance(grid, (tuple, list)) and 1 <= len(grid) <= 3 and all(isinstance(g, int) for g in grid):
+        return tuple(grid) + (1,) * (3 - len(grid))
     return None
 
 
@@ -118,6 +128,7 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN):
         def wrapper(self, *a, **k):
             name = getattr(getattr(self, "fn", None), "__name__", "?")
             spy.launches[name] = spy.launches.get(name, 0) + 1
+            spy.grids.setdefault(name, []).append(_grid3(k.get("grid", getattr(self, "grid", None))))
             return run(self, *a, **k)
         return wrapper
 
@@ -151,7 +162,7 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN):
         patch(CudaKernel, "__call__", counting_cuda(CudaKernel.__call__))
         for name in forbidden:
             for owner, label in ((torch.nn.functional, "torch.nn.functional"), (torch, "torch"),
-                                 (torch.Tensor, "Tensor")):
+                                 (torch.special, "torch.special"), (torch.Tensor, "Tensor")):
                 if hasattr(owner, name):
                     forbid(owner, name, f"{label}.{name}")
         yield spy
@@ -184,3 +195,21 @@ def guarded_input(t: torch.Tensor, row_pad: int = 0, shift: int = 0) -> torch.Te
         strides.append(acc)
         acc *= d
     return body.as_strided(shape, tuple(reversed(strides)) + (1,))
+
+
+def run_guarded(fn, *args, **kwargs):
+    """Call a student's launcher for a visible check the way the hidden cases do: tensor arguments copied into
+    NaN-guarded buffers, and what it allocates with torch.empty surrounded by guard bands. A store past the end
+    of an output then lands in the guard band and is reported here, instead of overwriting other memory: Triton's
+    CPU interpreter writes wherever an unmasked store points, which can crash the Python process. Returns what
+    fn returns; prints what went wrong out of bounds, if anything did.
+    """
+    guarded = [guarded_input(a) if isinstance(a, torch.Tensor) and a.is_contiguous() else a for a in args]
+    with student_call(forbidden=()) as spy:
+        out = fn(*guarded, **kwargs)
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+    report = spy.oob_report()
+    if report:
+        print(f"{getattr(fn, '__name__', 'the launcher')} {report}")
+    return out

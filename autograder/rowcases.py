@@ -20,6 +20,10 @@ from .registry import Case, Exercise, register
 from .runner import holds_stub
 
 
+SWAPPED = ("the rows of this view are not x.stride(-2) apart (row r of dims (4, 9) sits at i*stride(0) + j*stride(1)): "
+           "launch on x.reshape(M, N), which copies such a view, with that tensor's stride(0)")
+
+
 @dataclass
 class Spec:
     name: str
@@ -34,6 +38,7 @@ class Spec:
     const: float | None = None
     row_pad: int = 0
     misalign: bool = False         # x starts 4 bytes past a 16-byte boundary (no float4 loads)
+    swap01: bool = False           # x is a view with its first two dims swapped: no one row stride reaches every row
     neg_inf_every: int = 0         # softmax: every k-th column is -inf (masked positions)
     spike_every: int = 0           # every k-th column (from column 0) is set to `spike`: lone outliers
     spike: float = 0.0
@@ -43,6 +48,8 @@ class Spec:
     atol: float | None = None      # a looser y tolerance where fp32 rounding of x itself dominates
     stat_rtol: float | None = None # a looser mean/rstd tolerance (rows with a large mean, many chunk merges)
     launches: str | None = None    # the kernel this call must launch (dispatcher exercises)
+    grid: tuple | None = None      # the grid the exercise's kernel must be launched on (rows per program, persistent)
+    grid_why: str = ""             # said when it was launched on another grid
     hint: str = ""                 # said after any numeric failure of this case
 
 
@@ -98,7 +105,10 @@ def _sync():
 
 def judge_run(ex: Exercise, s: Spec, fn, op: Op) -> tuple[bool, str]:
     x0, w0, b0 = make_inputs(s, op)
-    x = guarded_input(x0, s.row_pad, shift=1 if s.misalign else 0)
+    if s.swap01:   # stored as (d1, d0, ..., N), handed over as (d0, d1, ..., N): x.reshape(M, N) must copy
+        x = guarded_input(x0.transpose(0, 1).contiguous(), s.row_pad, shift=1 if s.misalign else 0).transpose(0, 1)
+    else:
+        x = guarded_input(x0, s.row_pad, shift=1 if s.misalign else 0)
     w = None if w0 is None else guarded_input(w0)
     b = None if b0 is None else guarded_input(b0)
     x_before = x.clone()
@@ -116,6 +126,13 @@ def judge_run(ex: Exercise, s: Spec, fn, op: Op) -> tuple[bool, str]:
     if s.launches and not spy.launches.get(s.launches):
         ran = ", ".join(sorted(k for k in spy.launches if spy.launches[k])) or "nothing"
         return False, f"for N={s.shape[-1]} the dispatcher should launch {s.launches}; it launched {ran}"
+    if s.grid is not None:
+        want = tuple(s.grid) + (1,) * (3 - len(s.grid))
+        wrong = [g for g in spy.grids.get(ex.kernels[0], []) if g is not None and g != want]
+        if wrong:
+            shown = wrong[0][:len(s.grid)] if wrong[0][len(s.grid):] == (1,) * (3 - len(s.grid)) else wrong[0]
+            return False, (f"launched {ex.kernels[0]} on a grid of {shown}; this call must launch {tuple(s.grid)}"
+                           + (f": {s.grid_why}" if s.grid_why else ""))
     n_out = len(op.outputs)
     if n_out == 1 and isinstance(out, torch.Tensor):
         out = (out,)

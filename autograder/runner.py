@@ -36,16 +36,19 @@ def holds_stub(source: str) -> bool:
     A student who keeps the comment and writes the code below it has filled the region, so the grader shows
     the real messages; code written only above a kept comment and `pass` still reads as a stub.
     """
-    lines = [ln for ln in source.split("\n") if ln.strip()]
+    marker = {f"# {STUB_MARKER}", f"// {STUB_MARKER}"}
+    # code lines only: comments and preprocessor lines (`#pragma unroll` at column 0) say nothing about the region
+    lines = [ln for ln in source.split("\n")
+             if ln.strip() and (ln.strip() in marker or not ln.strip().startswith(("#", "//")))]
     for i, line in enumerate(lines):
         text = line.strip()
         if text == f"# {STUB_MARKER}" and i + 1 < len(lines) and lines[i + 1].strip() == "pass":
             rest, indent = lines[i + 2:], _indent(lines[i + 1])
-            if not rest or _indent(rest[0]) < indent or rest[0].strip().startswith("return"):
+            if not rest or _indent(rest[0]) < indent or rest[0].strip().startswith(("return", "}")):
                 return True
         elif text == f"// {STUB_MARKER}":
             rest = lines[i + 1:]
-            if not rest or _indent(rest[0]) < _indent(line):
+            if not rest or rest[0].strip().startswith("}"):
                 return True
     return False
 

@@ -47,15 +47,60 @@ def setup(quiet: bool = False) -> dict:
         "device": "cpu" if interpret else "cuda",
         "interpret": interpret,
     }
+    if interpret:
+        interpreter_rounds_bf16_to_nearest()
     if interpret and not quiet:
         reason = "TRITON_INTERPRET=1 is set" if forced else "no CUDA GPU found"
         print(f"[helpers] {reason}: Triton kernels run in Triton's CPU interpreter "
-              "(exact numerics, no speed). Benchmarks show recorded GPU results.")
+              "(no speed; fp32 math gives the GPU's numbers). Benchmarks show recorded GPU results.")
     if not quiet:
         for message in version_warnings(interpret=interpret):
             print(f"[helpers] {message}")
     _state.update(done=True, info=info)
     return dict(info)
+
+
+def fp32_to_bf16_bits(a):
+    """bfloat16 bits (uint16) of a float32 NumPy array, rounded to nearest, ties to even: what the GPU's
+    cvt.rn.bf16.f32 gives. NaN stays NaN (quiet); a value past bf16's largest rounds to inf."""
+    import numpy as np
+
+    a = np.asarray(a, dtype=np.float32)
+    u = np.ascontiguousarray(a).view(np.uint32).astype(np.uint64)
+    rounded = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    quiet_nan = ((u >> 16) | 0x0040).astype(np.uint16)
+    return np.where(np.isnan(a), quiet_nan, rounded)
+
+
+def interpreter_rounds_bf16_to_nearest() -> bool:
+    """Make Triton's interpreter convert float32 to bfloat16 as the GPU does (round to nearest even).
+
+    Its `_convert_float` truncates when no rounding mode is given (Triton 3.2-3.6 at least: `.to(tl.bfloat16)` and
+    stores of float32 into bf16), so every bf16 output on the CPU was up to one bf16 ulp (2^-7) off before any
+    error of the student's, a verdict that differed from the GPU's. Returns whether the patch is in place; a
+    Triton without that function is left alone. Arithmetic on bf16 values themselves (x * x with no .to(tl.float32)
+    first) stays wrong in the interpreter, which runs it on the raw 16-bit integers; the lessons do the math in fp32.
+    """
+    try:
+        import triton.language as tl
+        from triton.runtime import interpreter
+    except Exception:
+        return False
+    original = getattr(interpreter, "_convert_float", None)
+    if original is None:
+        return False
+    if getattr(original, "rounds_bf16_to_nearest", False):
+        return True
+    rtne = getattr(getattr(getattr(interpreter, "_ir", None), "ROUNDING_MODE", None), "RTNE", None)
+
+    def convert(input, input_dtype, output_dtype, rounding_mode):
+        if input_dtype == tl.float32 and output_dtype == tl.bfloat16 and rounding_mode in (None, rtne):
+            return fp32_to_bf16_bits(input).reshape(input.shape)
+        return original(input, input_dtype, output_dtype, rounding_mode)
+
+    convert.rounds_bf16_to_nearest = True
+    interpreter._convert_float = convert
+    return True
 
 
 MIN_TRITON = (3, 2)   # Triton 3.0 and 3.1 fail the lessons in their interpreter (README, "Versions and GPUs")

@@ -36,6 +36,13 @@ MUTANTS = [
      [(SM_SUB, "    return torch.softmax(z, dim=dim).to(x.dtype)\n")], "called torch.softmax"),
     ("stable_softmax", "always fp32, even for fp64 input",
      [("    z = x.to(acc_dtype(x.dtype))\n", "    z = x.to(torch.float32)\n")], "computed in float64"),
+    ("stable_softmax", "calls torch.special.softmax",
+     [(SM_SUB, "    return torch.special.softmax(z, dim=dim).to(x.dtype)\n")], "called torch.special.softmax"),
+    ("stable_softmax", "exp(x - logsumexp) with a per-row max, in fp32",
+     [(SM_SUB + "    e = torch.exp(z)\n" + SM_RET,
+       "    m = z.amax(dim=dim, keepdim=True)\n"
+       "    lse = m + torch.log(torch.exp(z - m).sum(dim=dim, keepdim=True))\n"
+       "    return torch.exp(z - lse).to(x.dtype)\n")], "exp(x - logsumexp) carries that"),
     # --- online_softmax
     ("online_softmax", "merge forgets to rescale l", [(MERGE_L, "    l = l_a + l_b\n")], "rescaled to the new max"),
     ("online_softmax", "merge rescales only a",
@@ -59,6 +66,12 @@ MUTANTS = [
     ("online_softmax", "calls torch.logsumexp in the stream",
      [("        l_c = torch.exp(c - m_c_safe.unsqueeze(-1)).sum(dim=-1)\n",
        "        l_c = torch.exp(torch.logsumexp(c, dim=-1) - m_c_safe)\n")], "called torch.logsumexp"),
+    ("online_softmax", "chunk states in the input dtype (no upcast)",
+     [(STREAM_LOOP, "    for start in range(0, N, chunk):\n        c = x[..., start:start + chunk]\n        m_c = ")],
+     "fold chunk states in fp32"),
+    ("online_softmax", "output as exp(x - (m + log l)) in fp32",
+     [(STREAM_OUT, "    return torch.exp(x.to(acc) - (m + torch.log(l)).unsqueeze(-1)).to(x.dtype)\n")],
+     "exp(x - logsumexp) carries that"),
     # --- welford
     ("welford", "update divides by the old count",
      [("    count = count + 1\n    delta = x - mean\n    mean = mean + delta / count\n",
@@ -97,6 +110,20 @@ MUTANTS = [
      [(VAR_RET, "    return torch.var_mean(x, dim=-1, correction=correction)\n")], "called torch.var_mean"),
     ("var_mean_welford", "returns fp32 for fp16 input",
      [(VAR_RET, "    return m2 / (n - correction), mean\n")], "dtype torch.float32, expected torch.float16"),
+    ("var_mean_welford", "plain two-pass: no chunks, no welford_merge",
+     [("    for start in range(0, N, chunk):\n        c = x[..., start:start + chunk].to(acc)\n        mean_c",
+       "    for start in range(0, 0, chunk):\n        c = x[..., start:start + chunk].to(acc)\n        mean_c"),
+      (VAR_RET, "    xa = x.to(acc)\n    mean = xa.mean(dim=-1)\n"
+                "    return (((xa - mean.unsqueeze(-1)) ** 2).sum(dim=-1) / (N - correction)).to(x.dtype), "
+                "mean.to(x.dtype)\n")], "welford_merge was called 0 times"),
+    ("var_mean_welford", "computes in the input dtype (fp16, bf16)",
+     [("    state = welford_empty(x.shape[:-1], acc, x.device)\n",
+       "    state = welford_empty(x.shape[:-1], x.dtype, x.device)\n"),
+      (VAR_LOOP, "        c = x[..., start:start + chunk]\n        mean_c = c.mean(dim=-1)\n")],
+     "convert each chunk to fp32 before its statistics"),
+    ("var_mean_welford", "always fp32, even for fp64 input",
+     [("    acc = acc_dtype(x.dtype)\n    state = welford_empty",
+       "    acc = torch.float32\n    state = welford_empty")], "convert each chunk to fp64"),
     # --- butterfly_reduce
     ("butterfly_reduce", "partner = lane + offset without wrap (shfl_down)",
      [(BF_ROUND, "        partner = torch.where(lane + offset < WARP, lane + offset, lane)\n"
@@ -122,6 +149,9 @@ MUTANTS = [
                  "            for t, u in zip(state if isinstance(state, tuple) else (state,),\n"
                  "                            new if isinstance(new, tuple) else (new,)):\n"
                  "                t[i] = u[0]\n")], "from before the round"),
+    ("butterfly_reduce", "offsets ascending (1, 2, 4, 8, 16)",
+     [("    for offset in (16, 8, 4, 2, 1):\n        partner", "    for offset in (1, 2, 4, 8, 16):\n        partner")],
+     "16, 8, 4, 2, 1 (descending)"),
     ("butterfly_reduce", "returns lane 0 only",
      [("    return state\n    ### END SOLUTION", "    return lanes_map(lambda t: t[0], state)\n    ### END SOLUTION")],
      "all 32 lanes"),

@@ -31,6 +31,11 @@ MUTANTS = [
     ("rmsnorm_fwd", "ignores the row stride",
      [("x2.stride(0), y.stride(0), N, eps,\n        BLOCK_N=BLOCK_N, HAS_WEIGHT",
        "N, N, N, eps,\n        BLOCK_N=BLOCK_N, HAS_WEIGHT")], "row stride"),
+    ("rmsnorm_fwd", "x itself with x.stride(-2) instead of x.reshape(M, N)",
+     [("        x2, y, weight if weight is not None else x2, rstd,\n        x2.stride(0), y.stride(0), N, eps,\n"
+       "        BLOCK_N=BLOCK_N, HAS_WEIGHT",
+       "        x, y, weight if weight is not None else x, rstd,\n        x.stride(-2) if x.dim() > 1 else N, y.stride(0), "
+       "N, eps,\n        BLOCK_N=BLOCK_N, HAS_WEIGHT")], "x.reshape(M, N)"),
     ("rmsnorm_fwd", "calls F.rms_norm instead of a kernel",
      [("    x2 = x.reshape(M, N)\n    y = torch.empty((M, N), dtype=x.dtype, device=x.device)\n"
        "    rstd = torch.empty(M, dtype=torch.float32, device=x.device)\n    BLOCK_N = triton.next_power_of_2(N)\n"
@@ -45,6 +50,9 @@ MUTANTS = [
       ("    tl.store(RSTD + rows, rstd, mask=row_mask)\n", "    tl.store(RSTD + rows, rstd)\n")], "mask"),
     ("rmsnorm_fwd_rows", "reduces over the wrong axis",
      [("rstd = tl.rsqrt(tl.sum(x * x, axis=1) / N + eps)", "rstd = tl.rsqrt(tl.sum(x * x, axis=0) / N + eps)")], ""),
+    ("rmsnorm_fwd_rows", "validates rows_per_program, then launches one row per program",
+     [("_rmsnorm_fwd_rows_kernel[(triton.cdiv(M, BLOCK_M),)](", "BLOCK_M = 1\n    _rmsnorm_fwd_rows_kernel[(M,)](")],
+     "triton.cdiv(M, rows_per_program) programs"),
     ("rmsnorm_fwd_rows", "fp16 accumulation",
      [(ROWS_LOAD, ROWS_LOAD.replace("tl.float32", "tl.float16"))], "overflow"),
     ("rmsnorm_fwd_rows", "grid of M // BLOCK_M programs (drops the remainder)",
@@ -74,6 +82,13 @@ MUTANTS = [
     ("rmsnorm_fwd_looped", "only the first num_programs rows (no loop over rows)",
      [("    for row in range(pid, M, tl.num_programs(0)):\n", "    for row in range(pid, pid + 1):\n")],
      "never written"),
+    ("rmsnorm_fwd_looped", "num_programs not validated (0 launches nothing)",
+     [("    if not isinstance(programs, int) or programs < 1:\n"
+       "        raise ValueError(f\"num_programs must be a positive int, got {num_programs!r}\")\n", "")],
+     "accepted bad input"),
+    ("rmsnorm_fwd_looped", "one program per row (not a persistent grid)",
+     [("_rmsnorm_fwd_looped_kernel[(min(programs, M),)](", "_rmsnorm_fwd_looped_kernel[(M,)](")],
+     "a persistent grid of num_programs programs"),
     ("rmsnorm_fwd_looped", "fp16 accumulation",
      [(LOOP_P2, LOOP_P2.replace("tl.float32", "tl.float16")),
       ("x = tl.load(x_row + cols, mask=cols < N, other=0.0, eviction_policy=\"evict_last\").to(tl.float32)",

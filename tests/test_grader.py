@@ -73,7 +73,7 @@ def test_check_returns_points_for_nbgrader_and_prints_the_table(capsys):
     out = capsys.readouterr().out
     assert float(score) == get("rmsnorm_fwd").points and score.fraction == 1.0
     assert repr(score) == repr(float(get("rmsnorm_fwd").points))  # nbgrader parses text/plain
-    assert "PASS" in out and "score: 18/18" in out
+    assert "PASS" in out and f"score: {get('rmsnorm_fwd').points}/{get('rmsnorm_fwd').points}" in out
 
 
 def test_check_reports_missing_functions(capsys):
@@ -171,6 +171,8 @@ STUB_BODY = "    # YOUR CODE HERE\n    pass\n"
     ("__global__ void k() {\n    // YOUR CODE HERE\n}\n", True),
     ("__global__ void k() {\n    // YOUR CODE HERE\n    y[i] = 0.f;\n}\n", False),
     ("__global__ void k() {\n    # YOUR CODE HERE\n    pass\n}\n", True),         # the Python form inside a C string
+    ("__global__ void k() {\n    // YOUR CODE HERE\n#pragma unroll\n    for (;;) {}\n}\n", False),   # pragma at column 0
+    ("def f(x):\n" + STUB_BODY + "# the idea: scale by rstd\n    y = x * 2\n    return y\n", False),  # a comment, code
 ])
 def test_holds_stub_tells_an_untouched_region_from_a_filled_one(source, stub):
     from autograder.runner import holds_stub

@@ -75,6 +75,22 @@ def test_compare_hints():
     later = ref.float().clone()
     later[1:] = later[1:].flip(-1)
     assert "row stride" in compare(later, ref, TOL).message
+    rstd = ref[:, 0]
+    assert "one factor (x1.3)" in compare((rstd * 1.3).float(), rstd, TOL).message
+
+
+def test_compare_hints_stay_quiet_on_scattered_rounding_errors():
+    """Errors scattered like rounding are blamed on no factor and no mask (a review of lesson 04 found both)."""
+    g = torch.Generator().manual_seed(0)
+    ref = torch.randn(257, dtype=torch.float64, generator=g).abs() + 0.5
+    noisy = ref * (1 + 1e-4 * torch.randn(257, dtype=torch.float64, generator=g))
+    m = compare(noisy.float(), ref, TOL).message
+    assert not compare(noisy.float(), ref, TOL).ok and "factor" not in m
+    ref2 = torch.randn(40, 300, dtype=torch.float64, generator=g)
+    spots = ref2.float().clone()
+    spots[torch.arange(40), torch.randint(5, 300, (40,), generator=g)] += 0.5   # one wrong value a row, never column 0
+    m = compare(spots, ref2, TOL).message
+    assert not compare(spots, ref2, TOL).ok and "column mask" not in m and "factor" not in m
 
 
 def test_compare_bad_arguments():
@@ -324,3 +340,33 @@ def test_version_warnings_name_what_breaks():
     assert version_warnings(triton="3.6.0", numpy="2.4.1", interpret=False) == []   # compiled kernels: NumPy is fine
     assert version_warnings(triton="3.6.0+git1234", numpy="2.3.0rc1") == []
     assert version_warnings(triton="weird", numpy="weird") == []
+
+
+def test_fp32_to_bf16_bits_round_to_nearest_even_like_torch():
+    import numpy as np
+    from helpers.env import fp32_to_bf16_bits
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(20000, generator=g) * 10.0 ** torch.randint(-40, 39, (20000,), generator=g).float()
+    ties = torch.tensor([1.0 + 2 ** -8, 1.0 + 3 * 2 ** -8, -(1.0 + 2 ** -8), 3.3961e38, 3.4e38, 1e-40, -1e-42, 0.0, -0.0,
+                         float("inf"), -float("inf")])
+    x = torch.cat([x, ties])
+    mine = torch.from_numpy(fp32_to_bf16_bits(x.numpy()).view(np.int16))
+    assert torch.equal(mine, x.to(torch.bfloat16).view(torch.int16))
+    assert torch.isnan(torch.from_numpy(fp32_to_bf16_bits(np.array([float("nan")], np.float32)).view(np.int16))
+                       .view(torch.bfloat16).float()).all()
+
+
+@pytest.mark.skipif(helpers.on_gpu(), reason="checks the CPU interpreter's conversion")
+def test_interpreter_stores_bf16_rounded_to_nearest_as_the_gpu_does():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def _to_bf16(X, Y, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(Y + offs, tl.load(X + offs, mask=offs < n).to(tl.bfloat16), mask=offs < n)
+
+    x = torch.tensor([1.0 + 2 ** -8, 1.0 + 3 * 2 ** -8, 1.01171875, -3.9921875, 4.0234375, 1.0 + 2 ** -9])
+    y = torch.empty(len(x), dtype=torch.bfloat16)
+    _to_bf16[(1,)](x, y, len(x), BLOCK=8)
+    assert torch.equal(y.view(torch.int16), x.to(torch.bfloat16).view(torch.int16)), (y.tolist(), x.tolist())

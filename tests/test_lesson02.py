@@ -91,3 +91,59 @@ def test_figures_render():
     fig2 = r02.plot_butterfly()
     fig2.canvas.draw()
     plt.close("all")
+
+
+def test_torch_special_is_forbidden_like_torch():
+    from autograder.harness import student_call
+
+    x = torch.randn(2, 5)
+    originals = [getattr(torch.special, n) for n in cases.SOFTMAX_FORBIDDEN]
+    with student_call(forbidden=cases.SOFTMAX_FORBIDDEN) as spy:
+        torch.special.softmax(x, -1)
+        torch.special.log_softmax(x, -1)
+        torch.special.logsumexp(x, -1)
+    assert spy.forbidden == ["torch.special.softmax", "torch.special.log_softmax", "torch.special.logsumexp"]
+    assert [getattr(torch.special, n) for n in cases.SOFTMAX_FORBIDDEN] == originals
+
+
+def test_ascending_offsets_build_another_tree():
+    mats = torch.eye(2, dtype=torch.float64) + 0.3 * torch.randn(32, 2, 2, dtype=torch.float64)
+    down = cases.butterfly_ref(mats, lambda a, b: a @ b)
+    up = cases.butterfly_ref(mats, lambda a, b: a @ b, offsets=cases.OFFSETS[::-1])
+    assert not torch.allclose(down, up)                # what the message for ascending offsets relies on
+    v = torch.randn(32, dtype=torch.float64)
+    assert torch.allclose(cases.butterfly_ref(v, lambda a, b: a + b, offsets=cases.OFFSETS[::-1]), v.sum().expand(32))
+
+
+def test_fp16_case_of_mean_300_needs_fp32_chunk_statistics():
+    """Chunk statistics in fp16 fail the case, in fp32 they pass: the case tests the upcast, not the data."""
+    spec = next(s for s in cases.VAR_SPECS if s.dtype == torch.float16 and s.mean == 300.0)
+    x = cases.var_input(spec)
+    ref_var, _ = cases.var_mean_ref(x, spec.correction)
+
+    def chunked(dtype):
+        n = mean = m2 = torch.zeros(x.shape[:-1], dtype=torch.float32)
+        for c in x.split(spec.chunk, dim=-1):
+            c = c.to(dtype)
+            mean_c = c.mean(-1)
+            m2_c = ((c - mean_c.unsqueeze(-1)) ** 2).sum(-1)          # fp16: mean_c rounded to 0.25 shifts M2_c
+            nb = torch.full_like(n, c.shape[-1])
+            delta = mean_c.float() - mean
+            n, mean, m2 = n + nb, mean + delta * nb / (n + nb), m2 + m2_c.float() + delta * delta * n * nb / (n + nb)
+        return (m2 / (n - spec.correction)).to(x.dtype)
+
+    tol = r02.VAR_TOL[torch.float16]
+    assert cases.compare(chunked(torch.float32), ref_var, tol, dtype=x.dtype)
+    assert not cases.compare(chunked(torch.float16), ref_var, tol, dtype=x.dtype)
+
+
+def test_a_stream_whose_state_stayed_the_identity_is_told_so():
+    x = torch.randn(3, 13)
+    untouched = torch.exp(x - (-math.inf)) / 0.0                      # (m, l) = (-inf, 0): every output +inf
+    ok, msg = cases._judge_probs(untouched, x, -1, stream=True)
+    assert not ok and "no chunk was merged" in msg
+    ok, msg = cases._judge_probs(untouched, x, -1)                    # stable_softmax keeps the overflow hint
+    assert not ok and "no chunk was merged" not in msg and "subtract the max" in msg
+    big = torch.full((2, 4), 200.0)                                   # exp(200) overflows: not the identity
+    ok, msg = cases._judge_probs(torch.exp(big) / 4, big, -1, stream=True)
+    assert not ok and "no chunk was merged" not in msg

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from ..rowcases import LAYERNORM, Spec, exercise
+from ..rowcases import LAYERNORM, SWAPPED, Spec, exercise
 
 LESSON = "05_triton_layernorm"
 F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
@@ -31,6 +31,8 @@ COMMON = [
     Spec("constant rows x = 1e4 (variance exactly 0)", (8, 333), const=1e4, eps=1e-5, seed=9),
     Spec("3-D input (4, 9, 300) bf16", (4, 9, 300), BF16, eps=1e-5, seed=10),
     Spec("non-contiguous rows (row stride N+37)", (50, 781), row_pad=37, eps=1e-5, seed=11),
+    Spec("3-D view with dims 0 and 1 swapped (no one row stride)", (4, 9, 300), swap01=True, eps=1e-5, hint=SWAPPED,
+         seed=26),
     Spec("no weight, no bias, N=4097 fp16", (6, 4097), F16, weight="none", eps=1e-5, seed=12),
     Spec("weight but no bias, N=2000 bf16", (10, 2000), BF16, bias=False, eps=1e-5, seed=13),
     Spec("bias but no weight, N=1000", (7, 1000), weight="bias_only", eps=1e-5, seed=25),
@@ -60,7 +62,9 @@ exercise(LESSON, LAYERNORM, "layernorm_fwd", "LayerNorm forward: a tile of rows 
              Spec("N=65536, the largest single block", (2, 65536), eps=1e-5, seed=20),
              Spec("bad input: N=65537 is too long for one block", (2, 65537), bad="too_long", seed=21),
              Spec("rows_per_program=4, M=5 (the last program has 1 row of 4)", (5, 33), eps=1e-5,
-                  kwargs={"rows_per_program": 4}, seed=22),
+                  kwargs={"rows_per_program": 4}, grid=(2,),
+                  grid_why="one program per block of rows_per_program rows, triton.cdiv(M, rows_per_program) programs",
+                  seed=22),
              Spec("rows_per_program=16, N=1, M=37", (37, 1), eps=1e-5, kwargs={"rows_per_program": 16}, seed=23),
              Spec("rows_per_program=2, bf16 300x512, strided", (300, 512), BF16, row_pad=8, eps=1e-5,
                   kwargs={"rows_per_program": 2}, seed=24),

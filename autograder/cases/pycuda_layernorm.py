@@ -11,7 +11,10 @@ from ..rowcases import LAYERNORM, RMSNORM, SOFTMAX, Spec, exercise
 
 LESSON = "03_pycuda_layernorm"
 BIG_MEAN = ("These rows have mean 1e4: E[x^2] - E[x]^2 in float32 cancels every digit of a variance of 1 "
-            "(catastrophic cancellation); subtract the mean first (two passes over registers, or Chan's merge)")
+            "(catastrophic cancellation); the row is in registers, so take two passes over them: the mean first, "
+            "then the squares of x - mean")
+BIG_MEAN_CHAN = ("These rows have mean 1e4: E[x^2] - E[x]^2 in float32 cancels every digit of a variance of 1 "
+                 "(catastrophic cancellation); keep (count, mean, M2) per thread and merge with Chan's formula")
 MASKED = ("Lanes past C must not count: load them as 0 and leave them out of the variance (each would add "
           "mean^2), and never store past the row")
 
@@ -52,16 +55,17 @@ LN_COMMON = [
     Spec("eps matters: |x|~1e-3, eps=1e-3", (16, 500), eps=1e-3, scale=1e-3, seed=7),
     Spec("3-D input (4, 9, 300)", (4, 9, 300), eps=1e-5, seed=8),
     Spec("non-contiguous rows (row stride C+37)", (50, 781), row_pad=37, eps=1e-5, seed=9),
-    Spec("no weight, no bias", (6, 1000), weight="none", eps=1e-5, seed=10),
-    Spec("weight but no bias", (10, 640), bias=False, eps=1e-5, seed=11),
+    Spec("no weight, no bias, C=999 (the scalar path)", (6, 999), weight="none", eps=1e-5, seed=10),
+    Spec("weight but no bias, C=781 (the scalar path)", (10, 781), bias=False, eps=1e-5, seed=11),
+    Spec("no weight, no bias, C=1000 (the float4 path)", (6, 1000), weight="none", eps=1e-5, seed=14),
     Spec("1-D input: a single row of 640", (640,), eps=1e-5, seed=12),
     Spec("bad input: bias of the wrong shape", (4, 64), bad="bias_shape", seed=13),
 ] + BAD
 
 
-def big_mean(shape, stat_rtol=5e-5, seed=30):
+def big_mean(shape, stat_rtol=5e-5, seed=30, hint=BIG_MEAN):
     return Spec(f"rows with mean 1e4, std 1, C={shape[-1]} (one-pass variance fails)", shape, offset=1e4, eps=1e-5,
-                atol=1e-2, stat_rtol=stat_rtol, hint=BIG_MEAN, seed=seed)
+                atol=1e-2, stat_rtol=stat_rtol, hint=hint, seed=seed)
 
 
 # Last in each list: a misaligned x faults a float4 load ("misaligned address"), which spoils the CUDA
@@ -101,8 +105,8 @@ exercise(LESSON, LAYERNORM, "layernorm_welford", "v5 LayerNorm: Welford in one p
              Spec("C=131072 (longer than any register budget)", (2, 131072), eps=1e-5, seed=22),
              Spec("C=70001 (scalar path, long)", (2, 70001), eps=1e-5, seed=23),
              # Chan merges round a running mean near 1e4 to float32 spacing (~1e-3): 7e-5 measured on an H100.
-             big_mean((64, 1600), stat_rtol=3e-4),
-             big_mean((4, 50000), stat_rtol=3e-4, seed=31),
+             big_mean((64, 1600), stat_rtol=3e-4, hint=BIG_MEAN_CHAN),
+             big_mean((4, 50000), stat_rtol=3e-4, seed=31, hint=BIG_MEAN_CHAN),
              misaligned((8, 4096)),
          ], cuda_source="LAYERNORM_WELFORD_SRC")
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from ..rowcases import RMSNORM, Spec, exercise
+from ..rowcases import RMSNORM, SWAPPED, Spec, exercise
 
 LESSON = "04_triton_rmsnorm"
 
@@ -13,6 +13,9 @@ def _exercise(id, title, functions, kernels, specs):
 
 
 F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
+ROWS_GRID = "one program per block of rows_per_program rows, triton.cdiv(M, rows_per_program) programs"
+PERSISTENT_GRID = ("a persistent grid of num_programs programs (never more than M), each looping over rows "
+                   "pid, pid + num_programs, ...")
 
 COMMON = [
     Spec("1x1: a single element", (1, 1)),
@@ -25,6 +28,8 @@ COMMON = [
     Spec("zero rows (y=0, rstd=1/sqrt(eps))", (9, 100), zero_rows=(2, 5), seed=7),
     Spec("3-D input (4, 9, 300) bf16", (4, 9, 300), BF16, seed=8),
     Spec("non-contiguous rows (row stride N+37)", (50, 781), row_pad=37, seed=9),
+    Spec("3-D view with dims 0 and 1 swapped (no one row stride)", (4, 9, 300), swap01=True, hint=SWAPPED,
+         seed=16),
     Spec("no weight (weight=None), N=4097 fp16", (6, 4097), F16, weight="none", seed=10),
     Spec("constant rows, large values (x = 1e4)", (8, 333), const=1e4, seed=11),
     Spec("1-D input: a single row of 640", (640,), seed=12),
@@ -45,8 +50,10 @@ _exercise(
     "rmsnorm_fwd_rows", "RMSNorm forward: several rows per program",
     ("rmsnorm_fwd_rows", "_rmsnorm_fwd_rows_kernel"), ("_rmsnorm_fwd_rows_kernel",),
     COMMON + [
-        Spec("rows_per_program=4, M=5 (the last program has 1 row of 4)", (5, 33), kwargs={"rows_per_program": 4}, seed=30),
-        Spec("rows_per_program=8, M=1023, N=64", (1023, 64), kwargs={"rows_per_program": 8}, seed=31),
+        Spec("rows_per_program=4, M=5 (the last program has 1 row of 4)", (5, 33), kwargs={"rows_per_program": 4},
+             grid=(2,), grid_why=ROWS_GRID, seed=30),
+        Spec("rows_per_program=8, M=1023, N=64", (1023, 64), kwargs={"rows_per_program": 8}, grid=(128,),
+             grid_why=ROWS_GRID, seed=31),
         Spec("rows_per_program=16, N=1, M=37", (37, 1), kwargs={"rows_per_program": 16}, seed=32),
         Spec("rows_per_program=2, bf16 300x512, strided", (300, 512), BF16, row_pad=8,
              kwargs={"rows_per_program": 2}, seed=33),
@@ -63,7 +70,8 @@ _exercise(
              kwargs={"block_n": 1024}, seed=41),
         Spec("N=131072 (longer than any single block)", (2, 131072), BF16, seed=42),
         Spec("num_programs=3 for M=10 rows (each program loops)", (10, 300),
-             kwargs={"num_programs": 3, "block_n": 128}, seed=43),
+             kwargs={"num_programs": 3, "block_n": 128}, grid=(3,), grid_why=PERSISTENT_GRID, seed=43),
         Spec("bad input: block_n=1000 (not a power of two)", (3, 2000), kwargs={"block_n": 1000},
              bad="kwarg", seed=44),
+        Spec("bad input: num_programs=0", (3, 200), kwargs={"num_programs": 0}, bad="kwarg", seed=45),
     ])
