@@ -77,6 +77,7 @@ def test_compare_hints():
     assert "row stride" in compare(later, ref, TOL).message
     rstd = ref[:, 0]
     assert "one factor (x1.3)" in compare((rstd * 1.3).float(), rstd, TOL).message
+    assert "constant factor (row 0: x1.00002)" in compare((ref * (1 + 2e-5)).float(), ref, TOL).message
 
 
 def test_compare_hints_stay_quiet_on_scattered_rounding_errors():
