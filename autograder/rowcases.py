@@ -152,7 +152,13 @@ def judge_run(ex: Exercise, s: Spec, fn, op: Op) -> tuple[bool, str]:
     for name, r in zip(op.outputs, results):
         if not r:
             hint = op.stat_hints.get(name)
-            return False, r.message + (f" ({hint})" if hint else "") + (f". {s.hint}" if s.hint else "")
+            msg = r.message + (f" ({hint})" if hint else "")
+            if name == "y" and len(op.outputs) > 1:   # say where the error is: in the statistics, or after them
+                stats = list(zip(op.outputs[1:], results[1:]))
+                wrong = [rs.message for _, rs in stats if not rs]
+                msg += (" | also " + " | ".join(wrong) if wrong else
+                        f" ({' and '.join(n for n, _ in stats)} right: the error is in how y is formed from them)")
+            return False, msg + (f". {s.hint}" if s.hint else "")
         errs.append(f"{name} {r.max_abs_err:.1e}")
     return True, "ok (max abs err " + ", ".join(errs) + ")"
 

@@ -286,7 +286,7 @@ def _error_hint(act: torch.Tensor, exp: torch.Tensor, bad: torch.Tensor) -> str:
                     return ("; whole rows came out as zeros (rstd = 0): did the sum of squares overflow to inf? "
                             "fp16 stops at 65504; accumulate in fp32 (x.to(tl.float32) before squaring)")
                 where = (f"each wrong row is off by a constant factor (row {int(sel.nonzero()[0])}: x{f:.7g})"
-                         if act.ndim >= 2 else f"the wrong values are off by one factor (x{f:.7g})")
+                         if act.ndim >= 2 else f"the wrong values are off by a constant factor (x{f:.7g})")
                 return (f"; {where}: the normaliser is wrong. Is eps inside the square root, do you divide "
                         "by N (not BLOCK_N), and is the variance itself right?")
     hint = _row_hint(b)

@@ -76,7 +76,7 @@ def test_compare_hints():
     later[1:] = later[1:].flip(-1)
     assert "row stride" in compare(later, ref, TOL).message
     rstd = ref[:, 0]
-    assert "one factor (x1.3)" in compare((rstd * 1.3).float(), rstd, TOL).message
+    assert "constant factor (x1.3)" in compare((rstd * 1.3).float(), rstd, TOL).message
     assert "constant factor (row 0: x1.00002)" in compare((ref * (1 + 2e-5)).float(), ref, TOL).message
 
 
