@@ -20,6 +20,7 @@ from .registry import Case, Exercise, register
 from .runner import holds_stub
 
 
+ROWS_GRID = "one program per block of rows_per_program rows, triton.cdiv(M, rows_per_program) programs"
 SWAPPED = ("the rows of this view are not x.stride(-2) apart (row r of dims (4, 9) sits at i*stride(0) + j*stride(1)): "
            "launch on x.reshape(M, N), which copies such a view, with that tensor's stride(0)")
 

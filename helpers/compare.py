@@ -102,6 +102,16 @@ class CompareResult:
         return self.ok
 
 
+def _wrong_outputs(actual, names: tuple) -> CompareResult | None:
+    """A failing result when `actual` is not one output per name (None from an untouched stub, a wrong count)."""
+    if actual is None:
+        return CompareResult(False, f"{', '.join(names)}: got None (not implemented yet, or a missing return?)")
+    if not isinstance(actual, (tuple, list)) or len(actual) != len(names):
+        got = f"a {type(actual).__name__} of {len(actual)}" if isinstance(actual, (tuple, list)) else type(actual).__name__
+        return CompareResult(False, f"expected {len(names)} outputs ({', '.join(names)}), got {got}")
+    return None
+
+
 def compare_outputs(op: str, actual, expected, dtype: torch.dtype, *, names=("y", "mean", "rstd"),
                     atol: float | None = None, stat_rtol: float | None = None,
                     device: str | None = None) -> list[CompareResult]:
@@ -113,11 +123,9 @@ def compare_outputs(op: str, actual, expected, dtype: torch.dtype, *, names=("y"
     untouched stub) or has the wrong count gives one failing result that says what came back.
     """
     names = tuple(names)
-    if actual is None:   # an untouched stub: say so instead of failing to unpack
-        return [CompareResult(False, f"{', '.join(names)}: got None (not implemented yet, or a missing return?)")]
-    if not isinstance(actual, (tuple, list)) or len(actual) != len(names):
-        got = f"a {type(actual).__name__} of {len(actual)}" if isinstance(actual, (tuple, list)) else type(actual).__name__
-        return [CompareResult(False, f"expected {len(names)} outputs ({', '.join(names)}), got {got}")]
+    wrong = _wrong_outputs(actual, names)
+    if wrong is not None:   # (a CompareResult is falsy when it fails)
+        return [wrong]
     results = []
     for name, got, ref in zip(names, actual, expected):
         if name == "y":
@@ -147,11 +155,9 @@ def compare_each(actual, expected, tols, names, *, dtype: torch.dtype | None = N
         raise ValueError(f"compare_each: {len(names)} names, {len(tols)} tolerances, {len(expected)} references")
     if len(names) == 1 and not isinstance(actual, (tuple, list)):
         actual = (actual,)
-    if actual is None:
-        return [CompareResult(False, f"{', '.join(names)}: got None (not implemented yet, or a missing return?)")]
-    if not isinstance(actual, (tuple, list)) or len(actual) != len(names):
-        got = f"a {type(actual).__name__} of {len(actual)}" if isinstance(actual, (tuple, list)) else type(actual).__name__
-        return [CompareResult(False, f"expected {len(names)} outputs ({', '.join(names)}), got {got}")]
+    wrong = _wrong_outputs(actual, names)
+    if wrong is not None:   # (a CompareResult is falsy when it fails)
+        return [wrong]
     return [compare(a, e, t, name=n, dtype=dtype, kernel_hints=False)
             for a, e, t, n in zip(actual, expected, tols, names)]
 

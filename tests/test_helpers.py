@@ -371,3 +371,13 @@ def test_interpreter_stores_bf16_rounded_to_nearest_as_the_gpu_does():
     y = torch.empty(len(x), dtype=torch.bfloat16)
     _to_bf16[(1,)](x, y, len(x), BLOCK=8)
     assert torch.equal(y.view(torch.int16), x.to(torch.bfloat16).view(torch.int16)), (y.tolist(), x.tolist())
+
+
+def test_compare_outputs_says_what_came_back_instead_of_failing_to_unpack():
+    y_ref, rstd_ref = rmsnorm_ref(torch.randn(3, 8))
+    for wrong, says in ((None, "got None"), ((y_ref.float(),), "got a tuple of 1")):
+        (r,) = helpers.compare_outputs("rmsnorm", wrong, (y_ref, rstd_ref), torch.float32, names=("y", "rstd"))
+        assert not r and says in r.message
+    ok = helpers.compare_outputs("rmsnorm", (y_ref.float(), rstd_ref.float()), (y_ref, rstd_ref), torch.float32,
+                                 names=("y", "rstd"))
+    assert len(ok) == 2 and all(ok)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from ..rowcases import LAYERNORM, SWAPPED, Spec, exercise
+from ..rowcases import LAYERNORM, ROWS_GRID, SWAPPED, Spec, exercise
 
 LESSON = "05_triton_layernorm"
 F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
@@ -62,9 +62,7 @@ exercise(LESSON, LAYERNORM, "layernorm_fwd", "LayerNorm forward: a tile of rows 
              Spec("N=65536, the largest single block", (2, 65536), eps=1e-5, seed=20),
              Spec("bad input: N=65537 is too long for one block", (2, 65537), bad="too_long", seed=21),
              Spec("rows_per_program=4, M=5 (the last program has 1 row of 4)", (5, 33), eps=1e-5,
-                  kwargs={"rows_per_program": 4}, grid=(2,),
-                  grid_why="one program per block of rows_per_program rows, triton.cdiv(M, rows_per_program) programs",
-                  seed=22),
+                  kwargs={"rows_per_program": 4}, grid=(2,), grid_why=ROWS_GRID, seed=22),
              Spec("rows_per_program=16, N=1, M=37", (37, 1), eps=1e-5, kwargs={"rows_per_program": 16}, seed=23),
              Spec("rows_per_program=2, bf16 300x512, strided", (300, 512), BF16, row_pad=8, eps=1e-5,
                   kwargs={"rows_per_program": 2}, seed=24),

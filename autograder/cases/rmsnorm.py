@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from ..rowcases import RMSNORM, SWAPPED, Spec, exercise
+from ..rowcases import RMSNORM, ROWS_GRID, SWAPPED, Spec, exercise
 
 LESSON = "04_triton_rmsnorm"
 
@@ -13,7 +13,6 @@ def _exercise(id, title, functions, kernels, specs):
 
 
 F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
-ROWS_GRID = "one program per block of rows_per_program rows, triton.cdiv(M, rows_per_program) programs"
 PERSISTENT_GRID = ("a persistent grid of num_programs programs (never more than M), each looping over rows "
                    "pid, pid + num_programs, ...")
 
