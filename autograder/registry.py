@@ -17,7 +17,8 @@ class Case:
     run: Callable[[dict], tuple[bool, str]]
     points: int = 1
     needs_gpu: bool = False
-    needs: str | None = None       # "cuda": run CUDA C (GPU, PyCUDA, nvcc); "nvcc": compile CUDA C
+    needs: str | None = None       # "cuda": run CUDA C (GPU, PyCUDA, nvcc); "nvcc": compile CUDA C;
+                                   # "triton-compile": compile Triton kernels for a GPU (Triton 3.3+)
 
 
 @dataclass

@@ -6,7 +6,7 @@ An `Op` says how to call the launcher, what it returns and how to judge each out
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import torch
@@ -15,11 +15,13 @@ from helpers.compare import compare_outputs
 from helpers.env import device, on_gpu
 from helpers.reference import layernorm_ref, rmsnorm_ref, softmax_ref
 
+from .gpu_compile import known_failure
 from .harness import guarded_input, student_call
 from .registry import Case, Exercise, register
-from .runner import holds_stub
+from .runner import holds_stub, source_of
 
 
+TRITON_COMPILE_POINTS = 2     # the "compiles for a GPU" case of a Triton exercise
 ROWS_GRID = "one program per block of rows_per_program rows, triton.cdiv(M, rows_per_program) programs"
 SWAPPED = ("the rows of this view are not x.stride(-2) apart (row r of dims (4, 9) sits at i*stride(0) + j*stride(1)): "
            "launch on x.reshape(M, N), which copies such a view, with that tensor's stride(0)")
@@ -51,7 +53,13 @@ class Spec:
     launches: str | None = None    # the kernel this call must launch (dispatcher exercises)
     grid: tuple | None = None      # the grid the exercise's kernel must be launched on (rows per program, persistent)
     grid_why: str = ""             # said when it was launched on another grid
-    hint: str = ""                 # said after any numeric failure of this case
+    hint: str = ""                 # said after a numeric failure of this case that its control case passes
+
+    def control(self) -> "Spec | None":
+        """The same case without what makes it special (the large mean, the spikes, the swapped view): the hint
+        is said only when this control passes, so the special input is the cause. None: no control."""
+        plain = replace(self, name=f"{self.name} (control)", hint="", offset=0.0, spike_every=0, swap01=False)
+        return None if plain == replace(self, name=plain.name, hint="") else plain
 
 
 @dataclass
@@ -104,7 +112,7 @@ def _sync():
         torch.cuda.synchronize()
 
 
-def judge_run(ex: Exercise, s: Spec, fn, op: Op) -> tuple[bool, str]:
+def judge_run(ex: Exercise, s: Spec, fn, op: Op, ns: dict | None = None) -> tuple[bool, str]:
     x0, w0, b0 = make_inputs(s, op)
     if s.swap01:   # stored as (d1, d0, ..., N), handed over as (d0, d1, ..., N): x.reshape(M, N) must copy
         x = guarded_input(x0.transpose(0, 1).contiguous(), s.row_pad, shift=1 if s.misalign else 0).transpose(0, 1)
@@ -124,6 +132,9 @@ def judge_run(ex: Exercise, s: Spec, fn, op: Op) -> tuple[bool, str]:
         return False, (f"no {what} was launched: {ex.functions[0]} must launch "
                        f"{' or '.join(ex.kernels[:3])}{' ...' if len(ex.kernels) > 3 else ''} "
                        "(a PyTorch composite scores zero)")
+    if ns is not None and (failed := known_failure(ns, [k for k in spy.launches if spy.launches[k]])):
+        return False, (f"launched {failed[0]}, which does not compile for a GPU (the first case says why): "
+                       "the interpreter runs it, a GPU fails this case")
     if s.launches and not spy.launches.get(s.launches):
         ran = ", ".join(sorted(k for k in spy.launches if spy.launches[k])) or "nothing"
         return False, f"for N={s.shape[-1]} the dispatcher should launch {s.launches}; it launched {ran}"
@@ -159,14 +170,26 @@ def judge_run(ex: Exercise, s: Spec, fn, op: Op) -> tuple[bool, str]:
                 wrong = [rs.message for _, rs in stats if not rs]
                 msg += (" | also " + " | ".join(wrong) if wrong else
                         f" ({' and '.join(n for n, _ in stats)} right: the error is in how y is formed from them)")
-            return False, msg + (f". {s.hint}" if s.hint else "")
+            return False, msg + (f". {s.hint}" if s.hint and _hint_applies(ex, s, fn, op, ns) else "")
         errs.append(f"{name} {r.max_abs_err:.1e}")
     return True, "ok (max abs err " + ", ".join(errs) + ")"
 
 
-def judge_bad(ex: Exercise, s: Spec, fn, op: Op) -> tuple[bool, str]:
+def _hint_applies(ex: Exercise, s: Spec, fn, op: Op, ns) -> bool:
+    """A case's hint names one cause (cancellation at a large mean, an outlier, a swapped view): it applies when
+    the same case without that cause passes. Otherwise the error is elsewhere, and the hint would mislead."""
+    control = s.control()
+    if control is None:
+        return True
+    try:
+        return judge_run(ex, control, fn, op, ns)[0]
+    except Exception:
+        return False
+
+
+def judge_bad(ex: Exercise, s: Spec, fn, op: Op, ns: dict | None = None) -> tuple[bool, str]:
     # First a valid call must work: an untouched stub must not earn points for the given validation.
-    ok, msg = judge_run(ex, Spec(name="sanity", shape=(3, 33), seed=s.seed), fn, op)
+    ok, msg = judge_run(ex, Spec(name="sanity", shape=(3, 33), seed=s.seed), fn, op, ns)
     if not ok:
         return False, f"a valid call failed first: {msg}"
     x, w, b = make_inputs(Spec(name="bad", shape=s.shape, dtype=s.dtype, seed=s.seed), op)
@@ -208,12 +231,64 @@ def judge_compile(src, kernels: tuple) -> tuple[bool, str]:
         return False, str(e)
 
 
+# The sweep of the "compiles for a GPU" case: a row of one element, rows that are not a power of two, and a
+# length of each kind the dispatchers tell apart (a tile of rows, one row per program, a 16-bit row in two
+# chunks, a row split over programs), in each dtype, with and without weight (and bias).
+COMPILE_ROWS = (1, 1000, 4096, 32768, 131072)
+COMPILE_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+
+
+def _launch_label(launch: dict) -> str:
+    x = launch["types"].get("X", "")
+    switches = [f"{k}={v}" for k, v in launch["constexprs"].items() if isinstance(v, bool) or v is None]
+    return ", ".join(([f"X {x.lstrip('*')}"] if x else []) + switches)
+
+
+def judge_gpu_compile(ex: Exercise, ns: dict, op: Op) -> tuple[bool, str]:
+    """Every launch the exercise's launcher makes on the sweep compiles for a GPU (sm_80), compiled on the CPU
+    by Triton in another process; the kernels are recorded, not run. Verdicts are kept for judge_run."""
+    from . import gpu_compile
+
+    fn = ns[ex.functions[0]]
+    variants = [(True, True), (False, False)] + ([(False, True)] if op is LAYERNORM else [])
+    g = torch.Generator().manual_seed(0)
+    with gpu_compile.recording_launches() as launches:
+        for n in COMPILE_ROWS:
+            for dtype in COMPILE_DTYPES:
+                x = torch.randn(4, n, generator=g).to(dtype).to(device())
+                for has_w, has_b in variants:
+                    w = torch.ones(n, dtype=dtype, device=device()) if has_w else None
+                    b = torch.zeros(n, dtype=dtype, device=device()) if has_b else None
+                    try:
+                        op.call(fn, x, w, b, 1e-5, {})
+                    except ValueError:     # a launcher that refuses a length (a tile kernel for long rows)
+                        pass
+    written = gpu_compile.jit_names(ns)
+    mine = gpu_compile.distinct([launch for launch in launches if launch["kernel"] in written])
+    if not mine:
+        return False, (f"no Triton kernel was launched: {ex.functions[0]} must launch "
+                       f"{' or '.join(ex.kernels[:3])}")
+    launched = list(dict.fromkeys(launch["kernel"] for launch in mine))
+    stubs = [k for k in launched if k in ns and holds_stub(source_of(ns[k]))]
+    if stubs:     # a stub compiles, and earns nothing
+        return False, f"{', '.join(stubs)} still holds its TODO: nothing to compile yet"
+    rows = gpu_compile.compile_elsewhere(gpu_compile.module_text(ns, launched), mine)
+    gpu_compile.remember(ns, rows)
+    for launch, row in zip(mine, rows):
+        if not row["ok"]:
+            return False, (f"does not compile for a GPU (sm_80), launched with {_launch_label(launch)}: "
+                           f"{row['problem']}")
+    return True, f"ok: {len(mine)} launches of {', '.join(launched)} compile for sm_80"
+
+
 def exercise(lesson: str, op: Op, id: str, title: str, functions: tuple, kernels: tuple, specs: list[Spec],
              *, cuda_source: str | None = None, compile_points: int = 3, given: tuple = ()):
     """Register an exercise whose cases call functions[0] on each Spec.
 
     With `cuda_source` (the name of the student's CUDA C string) the exercise is a CUDA C one: a first
     case compiles that string with nvcc (runs without a GPU), and the Spec cases need CUDA to run.
+    Otherwise it is a Triton one: a first case compiles the kernels its launcher launches for a GPU (they may
+    have run only in the interpreter), and a case whose call launched a kernel that does not compile fails.
     """
     ex = Exercise(id=id, lesson=lesson, title=title, functions=functions, kernels=kernels, given=given)
     entry = functions[0]
@@ -221,11 +296,15 @@ def exercise(lesson: str, op: Op, id: str, title: str, functions: tuple, kernels
 
     def case(s: Spec) -> Case:
         def run(ns):
-            return (judge_bad if s.bad else judge_run)(ex, s, ns[entry], op)
+            return (judge_bad if s.bad else judge_run)(ex, s, ns[entry], op, ns)
         return Case(s.name, run, needs=needs)
 
     ex.cases = [case(s) for s in specs]
     if cuda_source:
         ex.cases.insert(0, Case("compiles with nvcc for sm_80 and sm_90", lambda ns: judge_compile(ns[cuda_source], kernels),
                                 points=compile_points, needs="nvcc"))
+    else:
+        ex.cases.insert(0, Case("compiles for a GPU (sm_80), not only in the interpreter",
+                                lambda ns: judge_gpu_compile(ex, ns, op), points=TRITON_COMPILE_POINTS,
+                                needs="triton-compile"))
     return register(ex)

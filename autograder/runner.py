@@ -11,11 +11,11 @@ from .registry import Exercise, get
 STUB_MARKER = "YOUR CODE HERE"   # of every stub region (autograder.stubs; helpers.cudac.STUB_TODO, a test keeps them equal)
 
 
-def _source(obj) -> str:
+def source_of(obj) -> str:
     if isinstance(obj, str):  # CUDA C source held in a string
         return obj
     if inspect.isclass(obj):  # a class written in a notebook: the source of its own methods
-        return "\n".join(_source(v) for v in vars(obj).values() if inspect.isfunction(v))
+        return "\n".join(source_of(v) for v in vars(obj).values() if inspect.isfunction(v))
     fn = getattr(obj, "fn", obj)  # a Triton JITFunction keeps the Python function in .fn
     try:
         return inspect.getsource(fn)
@@ -55,7 +55,7 @@ def holds_stub(source: str) -> bool:
 
 def untouched_stubs(ex: Exercise, ns: dict) -> list[str]:
     """Names of the exercise's functions that still hold an untouched stub region."""
-    return [name for name in ex.functions if name in ns and holds_stub(_source(ns[name]))]
+    return [name for name in ex.functions if name in ns and holds_stub(source_of(ns[name]))]
 
 
 def _short_error(e: BaseException) -> str:
@@ -71,6 +71,11 @@ def skip_reason(case, gpu: bool) -> str | None:
     if case.needs == "cuda":
         from helpers.cudac import can_run
         return can_run()
+    if case.needs == "triton-compile":
+        from helpers.env import installed_version, major_minor
+        version = installed_version("triton")
+        if (major_minor(version or "0.0") or (0, 0)) < (3, 3):
+            return f"compiling for a GPU here needs Triton 3.3 or newer (found {version})"
     if case.needs == "nvcc":
         from helpers.cudac import has_nvcc
         return None if has_nvcc() else "needs nvcc (the CUDA toolkit) to compile CUDA C"

@@ -288,7 +288,7 @@ def _error_hint(act: torch.Tensor, exp: torch.Tensor, bad: torch.Tensor) -> str:
             f = float(ratio[0].median())
             # one factor per row, and far from 1 next to its spread (rounding scatters around x1 with no factor)
             if bool((spread / centre < 1e-2).all()) and bool((spread / centre < 0.1 * (centre - 1).abs()).all()):
-                if abs(f) < 1e-3:
+                if bool((a[sel] == 0).all()):
                     return ("; whole rows came out as zeros (rstd = 0): did the sum of squares overflow to inf? "
                             "fp16 stops at 65504; accumulate in fp32 (x.to(tl.float32) before squaring)")
                 where = (f"each wrong row is off by a constant factor (row {int(sel.nonzero()[0])}: x{f:.7g})"

@@ -94,4 +94,15 @@ MUTANTS = [
       ("x = tl.load(x_row + cols, mask=cols < N, other=0.0, eviction_policy=\"evict_last\").to(tl.float32)",
        "x = tl.load(x_row + cols, mask=cols < N, other=0.0, eviction_policy=\"evict_last\").to(tl.float16)")],
      "overflow"),
+    # --- kernels the interpreter runs but a GPU's compiler rejects (the "compiles for a GPU" case)
+    ("rmsnorm_fwd", "x ** 2 (no power operator on a GPU)",
+     [("    rstd = tl.rsqrt(tl.sum(x * x, axis=0) / N + eps)\n", "    rstd = tl.rsqrt(tl.sum(x ** 2, axis=0) / N + eps)\n")],
+     "Triton tensors have no ** operator"),
+    ("rmsnorm_fwd_rows", "a plain float global read in the kernel",
+     [("    rstd = tl.rsqrt(tl.sum(x * x, axis=1) / N + eps)\n", "    rstd = tl.rsqrt(tl.sum(x * x, axis=1) / N + eps + EXTRA)\n"),
+      ("@triton.jit\ndef _rmsnorm_fwd_rows_kernel", "EXTRA = 0.0\n\n\n@triton.jit\ndef _rmsnorm_fwd_rows_kernel")],
+     "globals that are tl.constexpr"),
+    ("rmsnorm_fwd_looped", "scalar accumulator that becomes a block in the loop",
+     [("        acc = tl.zeros([BLOCK_N], dtype=tl.float32)\n        for off", "        acc = 0.0\n        for off")],
+     "must keep the type and shape"),
 ]

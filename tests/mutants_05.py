@@ -85,4 +85,24 @@ MUTANTS = [
     ("layernorm", "calls F.layer_norm",
      [(DISPATCH, "    if N <= 32768:\n        return (torch.nn.functional.layer_norm(x, x.shape[-1:], weight, bias,"
                  " eps),) + layernorm_fwd(x, weight, bias, eps)[1:]\n")], "layer_norm"),
+    # --- kernels the interpreter runs but a GPU's compiler rejects (the "compiles for a GPU" case)
+    ("layernorm_fwd", "xc ** 2 (no power operator on a GPU)",
+     [("rstd = tl.rsqrt(tl.sum(xc * xc, axis=1) / N + eps)", "rstd = tl.rsqrt(tl.sum(xc ** 2, axis=1) / N + eps)")],
+     "Triton tensors have no ** operator"),
+    ("layernorm_fwd_fixed", "offs of the first loop used in the second",
+     [("        cols = off + tl.arange(0, BLOCK_N)\n        acc += tl.load(x_row + cols, mask=cols < N, other=0.0)"
+       ".to(tl.float32)\n    mean = tl.sum(acc, axis=0) / N",
+       "        offs = off + tl.arange(0, BLOCK_N)\n        acc += tl.load(x_row + offs, mask=offs < N, other=0.0)"
+       ".to(tl.float32)\n    mean = tl.sum(acc, axis=0) / N"),
+      ("        x = tl.load(x_row + cols, mask=cols < N, other=0.0).to(tl.float32)\n        d = tl.where(cols < N",
+       "        x = tl.load(x_row + cols, mask=offs < N, other=0.0).to(tl.float32)\n        d = tl.where(cols < N")],
+     "does not exist after it in a compiled kernel"),
+    ("layernorm_fwd_looped", "running n, mean, m2 started as int 0",
+     [("    n = 0.0\n    mean = 0.0\n    m2 = 0.0\n", "    n = 0\n    mean = 0\n    m2 = 0\n")], "start a float as 0.0"),
+    ("layernorm_fwd_looped", "Python min and float on a tensor",
+     [("n_c = tl.minimum(N - off, BLOCK_N).to(tl.float32)", "n_c = float(min(N - off, BLOCK_N))")],
+     "Python's min, max, float"),
+    ("layernorm", "split kernel: Python min and float on a tensor",
+     [("n_c = tl.minimum(N - part * CHUNK, CHUNK).to(tl.float32)", "n_c = float(min(N - part * CHUNK, CHUNK))")],
+     "does not compile for a GPU"),
 ]

@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from autograder import check, for_lesson, get
+from autograder import check, for_lesson, get, grade
 from autograder.notebook import load
 
-from conftest import SOLUTION_04, STUDENT_04, run_cli, write_variant
+from conftest import ROOT, SOLUTION_04, STUDENT_04, run_cli, write_variant
 
 LESSONS = sorted(p.stem for p in (SOLUTION_04.parent).glob("*.ipynb"))
 
@@ -110,7 +110,6 @@ def test_out_of_bounds_write_is_caught(tmp_path):
     # Store one element past the row: the last row writes into the guard band after y.
     path = write_variant(tmp_path, [("tl.store(Y + row * stride_y + cols, y.to(Y.dtype.element_ty), mask=mask)",
                                      "tl.store(Y + row * stride_y + cols + 1, y.to(Y.dtype.element_ty), mask=mask)")])
-    from autograder import grade
     ns, _ = load(path)
     result = grade(get("rmsnorm_fwd"), ns)
     messages = " | ".join(c["message"] for c in result["cases"] if not c["passed"])
@@ -180,7 +179,6 @@ def test_holds_stub_tells_an_untouched_region_from_a_filled_one(source, stub):
 
 
 def _grade_student_02(tmp_path, edits, exercise):
-    from autograder import grade
     path = write_variant(tmp_path, edits, src=STUDENT_04.parent / "02_stable_reductions.ipynb")
     ns, errors = load(path)
     assert not errors, errors
@@ -205,3 +203,25 @@ def test_a_stub_beside_written_code_is_named_next_to_the_real_message(tmp_path):
                                              "    x = x.to(mean.dtype)\n" + written)], "welford")
     assert "delta*delta overcounts" in messages and "(still a TODO stub: welford_merge)" in messages
     assert "not implemented yet" not in messages
+
+
+def test_a_case_hint_is_said_only_when_the_case_without_its_cause_passes(tmp_path):
+    """The large-mean, outlier and swapped-view cases each carry a hint naming one cause. Padded lanes in the
+    variance fail those cases too, and their hints would send the student the wrong way; a one-pass variance
+    fails the large-mean case because of the large mean, and is told so."""
+    from autograder.cases.layernorm import BIG_MEAN, SPIKE
+    from autograder.rowcases import SWAPPED
+
+    solution = ROOT / "solutions" / "05_triton_layernorm.ipynb"
+
+    def failed(edits, name):
+        ns, errors = load(write_variant(tmp_path, edits, src=solution, name=name))
+        assert not errors, errors
+        return {c["name"]: c["message"] for c in grade(get("layernorm_fwd"), ns)["cases"] if not c["passed"]}
+
+    padded = failed([("xc = tl.where(mask, x - mean[:, None], 0.0)", "xc = x - mean[:, None]")], "padded.ipynb")
+    big, spike, swapped = (next(m for n, m in padded.items() if key in n) for key in ("mean 1e4", "outlier", "swapped"))
+    assert "rstd" in big and BIG_MEAN not in big and SPIKE not in spike and SWAPPED not in swapped
+    one_pass = failed([("rstd = tl.rsqrt(tl.sum(xc * xc, axis=1) / N + eps)",
+                        "rstd = tl.rsqrt(tl.sum(x * x, axis=1) / N - mean * mean + eps)")], "one_pass.ipynb")
+    assert BIG_MEAN in next(m for n, m in one_pass.items() if "mean 1e4" in n)

@@ -34,6 +34,23 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:   # helpers and autograder, when the course is not pip-installed
     sys.path.insert(0, str(ROOT))
 
+
+
+def _gpu_compile():
+    """autograder/gpu_compile.py (the launch recorder and the compile step, shared with the grader's "compiles for
+    a GPU" case), loaded by its path: importing the autograder package would import helpers, which switches
+    Triton to the interpreter, and the compile step must run where Triton compiles."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_gpu_compile", ROOT / "autograder" / "gpu_compile.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_gc = _gpu_compile()
+compile_for, jit_source, recording_launches = _gc.compile_for, _gc.jit_source, _gc.recording_launches
+
 # name: (compute capability, shared memory one block may use in bytes, `sharedMemPerBlockOptin`)
 GPUS = {
     "T4": (75, 65536),        # Turing, Colab's free GPU
@@ -48,8 +65,6 @@ LESSONS = ("04_triton_rmsnorm", "05_triton_layernorm")
 ROW_LENGTHS = (1, 1000, 4096, 32768, 131072)
 DISPATCHERS = ("rmsnorm", "layernorm")       # launchers that are not an exercise's entry point (lesson 04's)
 DTYPES = ("float16", "bfloat16", "float32")
-TRITON_TYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "int32": "i32", "int64": "i64",
-                "uint8": "u8"}
 
 
 # ---- step 2 (no interpreter): kernels from a notebook, compiled for a target ------------------------------------
@@ -75,31 +90,9 @@ def jit_kernels(notebook) -> dict:
     benchmarks/explore writes), compiled by Triton itself, never the interpreter: call it in a process where
     TRITON_INTERPRET is unset and `helpers` was not imported. All of them share one module, so a kernel may
     call another."""
-    import triton  # noqa: F401  (the module written below imports it)
-
     blocks = kernel_sources(notebook).values()
-    with tempfile.NamedTemporaryFile("w", suffix=f"_{Path(notebook).stem}.py", delete=False) as f:
-        f.write("import triton\nimport triton.language as tl\n\n\n" + "\n\n\n".join(blocks) + "\n")
-    scope: dict = {}
-    exec(compile(Path(f.name).read_text(), f.name, "exec"), scope)   # a real file: @triton.jit reads the source
-    return {name: fn for name, fn in scope.items() if type(fn).__name__ == "JITFunction"}
-
-
-def compile_for(fn, types: dict, constexprs: dict, capability: int, aligned=None, **options):
-    """Compile fn for sm_<capability>: types maps runtime arguments to Triton types ("*bf16", "i32", "fp32"),
-    constexprs the compile-time ones to values; options are launch options (num_warps, maxnreg...).
-    Pointers, and the integers named in `aligned` (default: those named stride*), are declared divisible by 16,
-    as the JIT specialises them at run time: without it loads are not vectorised and registers are not the GPU's."""
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-
-    signature = {name: types.get(name, "constexpr") for name in fn.arg_names}
-    aligned = [k for k in types if k.startswith("stride")] if aligned is None else aligned
-    attrs = {(fn.arg_names.index(k),): [["tt.divisibility", 16]] for k, t in types.items()
-             if t.startswith("*") or k in aligned}
-    return triton.compile(ASTSource(fn, signature, constexprs, attrs), target=GPUTarget("cuda", capability, 32),
-                          options=options)
+    return jit_source("import triton\nimport triton.language as tl\n\n\n" + "\n\n\n".join(blocks) + "\n",
+                      Path(notebook).stem)
 
 
 def resources(kernel) -> tuple[int, int]:
@@ -165,59 +158,19 @@ def compile_launches(launches: list[dict], gpus) -> list[dict]:
 def record_launches(lessons=LESSONS, row_lengths=ROW_LENGTHS, dtypes=DTYPES) -> list[dict]:
     """Run each exercise's launcher of the solutions on 4 rows of each length and dtype, with and without
     weight (and bias), recording each kernel launch instead of running it; the distinct launches."""
-    import inspect
-
     os.environ["TRITON_INTERPRET"] = "1"   # interpreted kernels, on a GPU machine too (before helpers is imported)
     import helpers  # noqa: F401
-    import torch
-    from triton.runtime.interpreter import GridExecutor
 
     from autograder.notebook import load
 
     launches: list[dict] = []
-    current = {}       # the lesson being swept
-
-    def record(self, *args, **kwargs):
-        # GridExecutor(fn, arg_names, grid)(*args, **kwargs) is one interpreted launch (Triton 3.0-3.9)
-        names = list(self.arg_names)
-        values = dict(zip(names, args))
-        values.update({k: v for k, v in kwargs.items() if k in names})
-        launch = {"lesson": current["lesson"], "kernel": self.fn.__name__, "types": {}, "constexprs": {}, "aligned": [],
-                  "options": {k: v for k, v in kwargs.items() if k not in names and k in ("num_warps", "maxnreg")}}
-        # self.fn is the interpreter's rewritten copy of the kernel; it keeps the tl.constexpr annotations
-        constexpr = {p.name for p in inspect.signature(self.fn).parameters.values() if "constexpr" in str(p.annotation)}
-        for name in names:
-            v = values.get(name)
-            if name in constexpr or v is None:        # Triton makes a None argument a constant too
-                launch["constexprs"][name] = v
-            elif isinstance(v, torch.Tensor):
-                launch["types"][name] = "*" + TRITON_TYPES[str(v.dtype).replace("torch.", "")]
-            elif isinstance(v, bool):
-                launch["types"][name] = "i1"
-            elif isinstance(v, int) and v == 1:       # the JIT specialises an integer equal to 1 to a constant
-                launch["constexprs"][name] = 1
-            elif isinstance(v, int):
-                launch["types"][name] = "i32" if -2**31 <= v < 2**31 else "i64"
-                if v % 16 == 0:                       # and notes one divisible by 16 (an aligned row stride)
-                    launch["aligned"].append(name)
-            elif isinstance(v, float):
-                launch["types"][name] = "fp32"
-            else:
-                raise TypeError(f"{self.fn.__name__}: cannot type argument {name} = {v!r}")
-        if launch not in launches:
-            launches.append(launch)
-
-    original = GridExecutor.__call__
-    GridExecutor.__call__ = record
-    try:
-        for lesson in lessons:
-            ns, errors = load(ROOT / "solutions" / f"{lesson}.ipynb")
-            if errors:
-                raise RuntimeError(f"{lesson}: cells failed: {errors}")
-            current["lesson"] = lesson
+    for lesson in lessons:
+        ns, errors = load(ROOT / "solutions" / f"{lesson}.ipynb")
+        if errors:
+            raise RuntimeError(f"{lesson}: cells failed: {errors}")
+        with recording_launches() as recorded:
             run_sweep(ns, lesson, row_lengths, dtypes)
-    finally:
-        GridExecutor.__call__ = original
+        launches += [{"lesson": lesson, **launch} for launch in recorded]
     return launches
 
 
