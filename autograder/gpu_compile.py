@@ -52,7 +52,8 @@ HINTS = (
      "x.to(tl.float32), tl.abs, and constexpr loop bounds"),
     (r"global variable|Cannot access global", "a kernel may read only globals that are tl.constexpr: write "
      "NAME = tl.constexpr(value), or pass the value as an argument"),
-    (r"torch", "PyTorch functions cannot run inside a kernel: use tl.sum, tl.sqrt, tl.rsqrt, tl.where ..."),
+    (r"Unsupported function referenced|torch", "a kernel calls only tl.* functions and other @triton.jit "
+     "functions: PyTorch's (torch.sum) and Python's (math.sqrt) do not run inside it; use tl.sum, tl.sqrt ..."),
 )
 
 

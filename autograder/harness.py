@@ -26,6 +26,7 @@ class Spy:
     def __init__(self):
         self.launches: dict[str, int] = {}
         self.grids: dict[str, list] = {}   # kernel name -> the grid of each launch, (x, y, z), None where unknown
+        self.args: dict[str, list] = {}    # kernel name -> the integer and bool arguments of each launch, by name
         self.forbidden: list[str] = []
         self.buffers: list[tuple[torch.Tensor, int, int, tuple, torch.dtype]] = []
 
@@ -55,6 +56,13 @@ def _grid3(grid) -> tuple | None:
     if isinstance(grid, (tuple, list)) and 1 <= len(grid) <= 3 and all(isinstance(g, int) for g in grid):
         return tuple(grid) + (1,) * (3 - len(grid))
     return None
+
+
+def _int_args(names, args, kwargs) -> dict:
+    """The integer and bool arguments of one launch by parameter name (BLOCK_N, HAS_WEIGHT, N...)."""
+    bound = dict(zip(names, args))
+    bound.update({n: v for n, v in kwargs.items() if n in names})
+    return {n: v for n, v in bound.items() if isinstance(v, int)}
 
 
 def _guarded(spy: Spy, shape, dtype, device):
@@ -129,6 +137,7 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN):
             name = getattr(getattr(self, "fn", None), "__name__", "?")
             spy.launches[name] = spy.launches.get(name, 0) + 1
             spy.grids.setdefault(name, []).append(_grid3(k.get("grid", getattr(self, "grid", None))))
+            spy.args.setdefault(name, []).append(_int_args(getattr(self, "arg_names", ()), a, k))
             return run(self, *a, **k)
         return wrapper
 

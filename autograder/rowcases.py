@@ -53,6 +53,8 @@ class Spec:
     launches: str | None = None    # the kernel this call must launch (dispatcher exercises)
     grid: tuple | None = None      # the grid the exercise's kernel must be launched on (rows per program, persistent)
     grid_why: str = ""             # said when it was launched on another grid
+    launch_args: dict | None = None  # compile-time choices the launch must make ({"BLOCK_N": 32768}), of `launches`
+    launch_why: str = ""           # said when it made others
     hint: str = ""                 # said after a numeric failure of this case that its control case passes
 
     def control(self) -> "Spec | None":
@@ -138,6 +140,14 @@ def judge_run(ex: Exercise, s: Spec, fn, op: Op, ns: dict | None = None) -> tupl
     if s.launches and not spy.launches.get(s.launches):
         ran = ", ".join(sorted(k for k in spy.launches if spy.launches[k])) or "nothing"
         return False, f"for N={s.shape[-1]} the dispatcher should launch {s.launches}; it launched {ran}"
+    if s.launch_args:
+        kernel = s.launches or ex.kernels[0]
+        for got in spy.args.get(kernel, []):
+            if any(got.get(k) != v for k, v in s.launch_args.items()):
+                made = ", ".join(f"{k}={got.get(k)}" for k in s.launch_args)
+                want = ", ".join(f"{k}={v}" for k, v in s.launch_args.items())
+                return False, (f"launched {kernel} with {made}; this call must use {want}"
+                               + (f": {s.launch_why}" if s.launch_why else ""))
     if s.grid is not None:
         want = tuple(s.grid) + (1,) * (3 - len(s.grid))
         wrong = [g for g in spy.grids.get(ex.kernels[0], []) if g is not None and g != want]
@@ -304,7 +314,7 @@ def exercise(lesson: str, op: Op, id: str, title: str, functions: tuple, kernels
         ex.cases.insert(0, Case("compiles with nvcc for sm_80 and sm_90", lambda ns: judge_compile(ns[cuda_source], kernels),
                                 points=compile_points, needs="nvcc"))
     else:
-        ex.cases.insert(0, Case("compiles for a GPU (sm_80), not only in the interpreter",
+        ex.cases.insert(0, Case("compiles for a GPU (sm_80)",
                                 lambda ns: judge_gpu_compile(ex, ns, op), points=TRITON_COMPILE_POINTS,
                                 needs="triton-compile"))
     return register(ex)

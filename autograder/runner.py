@@ -58,6 +58,13 @@ def untouched_stubs(ex: Exercise, ns: dict) -> list[str]:
     return [name for name in ex.functions if name in ns and holds_stub(source_of(ns[name]))]
 
 
+# errors of Triton's interpreter whose words do not say what happened
+INTERPRETER_ERRORS = (
+    ("must be Tensor, not tensor", ": a PyTorch function was called on a Triton tensor inside a @triton.jit kernel; "
+     "use tl.sum, tl.sqrt, tl.where ... there"),
+)
+
+
 def _short_error(e: BaseException) -> str:
     text = f"{type(e).__name__}: {e}".strip().splitlines()
     msg = " ".join(line.strip() for line in text[:3])
@@ -93,7 +100,8 @@ def run_case(case, ns: dict) -> tuple[bool, str]:
         tb = traceback.extract_tb(e.__traceback__)
         where = next((f" (in {fr.name}, line {fr.lineno})" for fr in reversed(tb)
                       if not fr.filename.endswith(".py") or "<" in fr.filename), "")
-        return False, f"raised {_short_error(e)}{where}"
+        hint = next((h for pattern, h in INTERPRETER_ERRORS if pattern in str(e)), "")
+        return False, f"raised {_short_error(e)}{where}{hint}"
 
 
 def grade(ex: Exercise | str, ns: dict, *, gpu: bool | None = None) -> dict:

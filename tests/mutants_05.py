@@ -97,6 +97,14 @@ MUTANTS = [
       ("        x = tl.load(x_row + cols, mask=cols < N, other=0.0).to(tl.float32)\n        d = tl.where(cols < N",
        "        x = tl.load(x_row + cols, mask=offs < N, other=0.0).to(tl.float32)\n        d = tl.where(cols < N")],
      "does not exist after it in a compiled kernel"),
+    ("layernorm_fwd_fixed", "torch.sum inside the kernel (the seed's bug)",
+     [("    mean = tl.sum(acc, axis=0) / N\n    acc = tl.zeros([BLOCK_N], dtype=tl.float32)\n"
+       "    for off in range(0, N, BLOCK_N):\n        cols = off + tl.arange(0, BLOCK_N)\n"
+       "        x = tl.load(x_row + cols, mask=cols < N, other=0.0).to(tl.float32)\n        d = tl.where",
+       "    mean = torch.sum(acc) / N\n    acc = tl.zeros([BLOCK_N], dtype=tl.float32)\n"
+       "    for off in range(0, N, BLOCK_N):\n        cols = off + tl.arange(0, BLOCK_N)\n"
+       "        x = tl.load(x_row + cols, mask=cols < N, other=0.0).to(tl.float32)\n        d = tl.where")],
+     "a PyTorch function was called on a Triton tensor inside a @triton.jit kernel"),
     ("layernorm_fwd_looped", "running n, mean, m2 started as int 0",
      [("    n = 0.0\n    mean = 0.0\n    m2 = 0.0\n", "    n = 0\n    mean = 0\n    m2 = 0\n")], "start a float as 0.0"),
     ("layernorm_fwd_looped", "Python min and float on a tensor",
@@ -105,4 +113,15 @@ MUTANTS = [
     ("layernorm", "split kernel: Python min and float on a tensor",
      [("n_c = tl.minimum(N - part * CHUNK, CHUNK).to(tl.float32)", "n_c = float(min(N - part * CHUNK, CHUNK))")],
      "does not compile for a GPU"),
+    # --- the dispatcher's chunk choices (the launch's BLOCK_N, recorded by the harness) and fp16 routing
+    ("layernorm", "16-bit rows over 32 KB in one chunk (no halving)",
+     [("        if x.element_size() == 2 and row_bytes > 32768:\n"
+       "            block_n //= 2                                # 16-bit rows over 32 KB: two chunks\n", "")],
+     "two chunks"),
+    ("layernorm", "looped kernel with its default 16 KB chunks",
+     [("return layernorm_fwd_looped(x, weight, bias, eps, block_n=block_n)",
+       "return layernorm_fwd_looped(x, weight, bias, eps)")], "a row is one chunk"),
+    ("layernorm", "fp16 rows up to 8 KB to the tile kernel, like fp32",
+     [("(x.element_size() == 4 and row_bytes <= 8192)", "(x.dtype != torch.bfloat16 and row_bytes <= 8192)")],
+     "should launch _layernorm_fwd_looped_kernel"),
 ]

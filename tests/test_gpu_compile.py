@@ -138,3 +138,32 @@ def test_the_case_is_skipped_with_a_triton_too_old_to_compile_offline(monkeypatc
     assert "Triton 3.3 or newer (found 3.2.0)" in skip_reason(case, gpu=False)
     monkeypatch.setattr(helpers.env, "installed_version", lambda package: "3.6.0")
     assert skip_reason(case, gpu=False) is None
+
+
+def test_compiled_launches_are_recorded_as_the_interpreted_ones(ns, tmp_path):
+    """On a GPU the kernels are JITFunctions: the recorder catches JITFunction.run the same way, before Triton
+    touches a driver (so a CPU process without TRITON_INTERPRET can show it)."""
+    import os
+    import subprocess
+
+    import torch
+
+    module = tmp_path / "kernels.py"
+    module.write_text(KERNELS)
+    code = (
+        "import importlib.util, json, sys, torch\n"
+        f"spec = importlib.util.spec_from_file_location('gc', {str(gpu_compile.__file__)!r})\n"
+        "gc = importlib.util.module_from_spec(spec); spec.loader.exec_module(gc)\n"
+        f"spec = importlib.util.spec_from_file_location('kernels', {str(module)!r})\n"
+        "k = importlib.util.module_from_spec(spec); spec.loader.exec_module(k)\n"
+        "assert type(k.good_kernel).__name__ == 'JITFunction', type(k.good_kernel)\n"
+        "with gc.recording_launches() as launches:\n"
+        "    k.good_kernel[(1,)](torch.ones(300), torch.ones(1), 300, BLOCK_N=128, num_warps=2)\n"
+        "print(json.dumps(launches))\n")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    compiled = json.loads(proc.stdout.strip().splitlines()[-1])
+    with gpu_compile.recording_launches() as interpreted:
+        ns["good_kernel"][(1,)](torch.ones(300), torch.ones(1), 300, BLOCK_N=128, num_warps=2)
+    assert compiled == interpreted and compiled[0]["options"] == {"num_warps": 2}

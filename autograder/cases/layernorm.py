@@ -12,6 +12,9 @@ BIG_MEAN = ("These rows have mean 1e4: E[x^2] - E[x]^2 in fp32 cancels every dig
 SPIKE = ("One value per row (or per chunk) sits far from the rest: sums of x - x[0] and of its square "
          "cancel here (s2 - s1^2/n loses most of its bits; so does E[x^2] - E[x]^2). Subtract the mean itself, "
          "or check for the cancellation and sum again around the mean")
+TWO_CHUNKS = ("16-bit rows over 32 KB go in two chunks (block_n = next_power_of_2(N) // 2): one chunk of the whole "
+              "row needs more registers than a program has, and spills (exercise 4's table)")
+ONE_CHUNK = "up to 128 KB a row is one chunk, block_n = next_power_of_2(N): x is read once from HBM, once from L2"
 TILE, FIXED, LOOPED = "_layernorm_fwd_kernel", "_layernorm_fwd_fixed_kernel", "_layernorm_fwd_looped_kernel"
 SPLIT = "_layernorm_fwd_split_kernel"
 
@@ -79,8 +82,8 @@ exercise(LESSON, LAYERNORM, "layernorm", "LayerNorm forward: a dispatcher for ev
          [s for s in COMMON if not s.bad] + [
              Spec("N=512 bf16 (1 KB rows) goes to the tile kernel", (64, 512), BF16, eps=1e-5, launches=TILE,
                   seed=50),
-             Spec("N=1024 bf16 (2 KB rows) goes to the looped kernel", (16, 1024), BF16, eps=1e-5,
-                  launches=LOOPED, seed=60),
+             Spec("N=1024 bf16 (2 KB rows) goes to the looped kernel, one chunk", (16, 1024), BF16, eps=1e-5,
+                  launches=LOOPED, launch_args={"BLOCK_N": 1024}, launch_why=ONE_CHUNK, seed=60),
              Spec("N=1024 fp32 (4 KB rows) goes to the tile kernel", (16, 1024), eps=1e-5, launches=TILE,
                   seed=51),
              Spec("N=2048 fp32 (8 KB rows) goes to the tile kernel", (8, 2048), eps=1e-5, launches=TILE,
@@ -89,12 +92,14 @@ exercise(LESSON, LAYERNORM, "layernorm", "LayerNorm forward: a dispatcher for ev
                   launches=LOOPED, seed=61),
              Spec("eps=1e-2 reaches the looped kernel (16 KB rows, |x|~0.1)", (4, 4096), eps=1e-2, scale=0.1,
                   launches=LOOPED, seed=56),
-             Spec("N=16384 fp32 (64 KB rows) goes to the looped kernel", (2, 16384), eps=1e-5, launches=LOOPED,
-                  seed=52),
-             Spec("N=32768 bf16 (64 KB rows) goes to the looped kernel", (2, 32768), BF16, eps=1e-5,
-                  launches=LOOPED, seed=57),
-             Spec("N=65536 bf16 (128 KB rows) goes to the looped kernel", (2, 65536), BF16, eps=1e-5,
-                  launches=LOOPED, seed=59),
+             Spec("N=16384 fp32 (64 KB rows) goes to the looped kernel, one chunk", (2, 16384), eps=1e-5,
+                  launches=LOOPED, launch_args={"BLOCK_N": 16384}, launch_why=ONE_CHUNK, seed=52),
+             Spec("N=32768 bf16 (64 KB rows) goes to the looped kernel, two chunks", (2, 32768), BF16, eps=1e-5,
+                  launches=LOOPED, launch_args={"BLOCK_N": 16384}, launch_why=TWO_CHUNKS, seed=57),
+             Spec("N=65536 bf16 (128 KB rows) goes to the looped kernel, two chunks", (2, 65536), BF16, eps=1e-5,
+                  launches=LOOPED, launch_args={"BLOCK_N": 32768}, launch_why=TWO_CHUNKS, seed=59),
+             Spec("N=2048 fp16 (4 KB rows) goes to the looped kernel (16-bit rows: the tile only under 2 KB)",
+                  (8, 2048), F16, eps=1e-5, launches=LOOPED, seed=62),
              Spec("N=32769 fp32 (just over 128 KB rows) goes to the split kernel", (2, 32769), eps=1e-5,
                   launches=SPLIT, seed=58),
              Spec("N=70000 fp32 goes to the split kernel", (2, 70000), eps=1e-5, launches=SPLIT, seed=53),
