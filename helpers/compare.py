@@ -218,8 +218,9 @@ def compare(actual, expected: torch.Tensor, tol: Tolerance, *, name: str = "y",
     if bad_nonfinite.any():
         n = int(bad_nonfinite.sum())
         i = int(bad_nonfinite.flatten().nonzero()[0])
-        hint = (_row_hint(bad_nonfinite) or (". Overflow? Accumulate in fp32: x.to(tl.float32) before "
-                                             "squaring; or a read of memory outside the row (masks, strides)?")
+        hint = (_row_hint(bad_nonfinite) or (". Overflow? Accumulate in fp32: convert x to float32 before "
+                                             "squaring (x.to(tl.float32) in Triton, a float in CUDA C); or a read "
+                                             "of memory outside the row (masks, strides)?")
                 if kernel_hints else "")
         return CompareResult(False, f"{name}: {n} NaN/Inf where the reference is finite (first at "
                                     f"{_fmt_index(i, actual.shape)}: {act.flatten()[i].item()}, expected "
@@ -254,7 +255,7 @@ def _unwritten_hint(unwritten: torch.Tensor) -> str:
     if u.any(dim=1).all() and not u[:, 0].any():
         col = int(u.any(dim=0).nonzero()[0])
         return (f"; every row is unwritten from column {col} on: the kernel covers only the first "
-                "block of each row (loop over the row, or make BLOCK_N >= N)")
+                "block of each row (loop over the row, or make the block at least N long)")
     return "."
 
 
@@ -290,11 +291,12 @@ def _error_hint(act: torch.Tensor, exp: torch.Tensor, bad: torch.Tensor) -> str:
             if bool((spread / centre < 1e-2).all()) and bool((spread / centre < 0.1 * (centre - 1).abs()).all()):
                 if bool((a[sel] == 0).all()):
                     return ("; whole rows came out as zeros (rstd = 0): did the sum of squares overflow to inf? "
-                            "fp16 stops at 65504; accumulate in fp32 (x.to(tl.float32) before squaring)")
+                            "fp16 stops at 65504; accumulate in fp32 (convert x before squaring: x.to(tl.float32) in "
+                            "Triton, a float in CUDA C)")
                 where = (f"each wrong row is off by a constant factor (row {int(sel.nonzero()[0])}: x{f:.7g})"
                          if act.ndim >= 2 else f"the wrong values are off by a constant factor (x{f:.7g})")
                 return (f"; {where}: the normaliser is wrong. Is eps inside the square root, do you divide "
-                        "by N (not BLOCK_N), and is the variance itself right?")
+                        "by N (not the padded block size), and is the variance itself right?")
     hint = _row_hint(b)
     if hint:
         return hint

@@ -88,6 +88,11 @@ MUTANTS = [
      [(CHAN_M2, "    m2 = m2_a + m2_b + delta * delta * n\n")], "the spread between the two means"),
     ("welford", "Chan: 0/0 on two empty states", [(CHAN_W, "    w_b = n_b / n\n")], "An empty state (count 0)"),
     # --- var_mean_welford
+    ("var_mean_welford", "merges the chunks, then returns a separate two-pass result",
+     [("    n, mean, m2 = state\n    return (m2 / (n - correction)).to(x.dtype), mean.to(x.dtype)\n",
+       "    xf = x.to(acc)\n    mean = xf.mean(dim=-1)\n    m2 = ((xf - mean.unsqueeze(-1)) ** 2).sum(dim=-1)\n"
+       "    return (m2 / (N - correction)).to(x.dtype), mean.to(x.dtype)\n")],
+     "does not come from its states"),
     ("var_mean_welford", "one-pass variance E[x^2] - E[x]^2",
      [(VAR_M2C, "        m2_c = (c * c).sum(dim=-1) - c.shape[-1] * mean_c * mean_c\n")],
      "catastrophic cancellation"),

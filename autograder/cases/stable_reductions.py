@@ -423,16 +423,18 @@ def _stream_case(s: SoftmaxSpec) -> Case:
 
 
 @contextlib.contextmanager
-def _merges_seen(ns: dict, name: str):
+def _merges_seen(ns: dict, name: str, shift=None):
     """While the student's stream runs, count the calls of their merge function `name` (looked up in ns by the
-    stream) and the dtypes of the states it is given; yields (calls, dtypes)."""
+    stream) and the dtypes of the states it is given; yields (calls, dtypes). shift(state) -> state, if given,
+    alters what each merge returns (to see whether the result depends on the merges at all)."""
     calls, dtypes = [], set()
     merge = ns.get(name)
     if callable(merge):
         def counting(a, b):
             calls.append(1)
             dtypes.update(t.dtype for t in _tensors((a, b)))
-            return merge(a, b)
+            out = merge(a, b)
+            return shift(out) if shift is not None else out
         ns[name] = counting
     try:
         yield calls, dtypes
@@ -719,6 +721,19 @@ def _var_precision_hint(s: VarSpec, dtypes: set, outs, err: float = 0.0) -> str:
     return ""
 
 
+def _ignores_merges(ns, fn, x, s: VarSpec, mean) -> bool:
+    """Run again with every merge's mean moved by 1: a stream that returns its merged state moves with it."""
+    def moved(state):
+        n, m, m2 = state
+        return n, m + 1, m2
+
+    with _merges_seen(ns, "welford_merge", shift=moved):
+        out, err = _call(fn, (x, s.chunk, s.correction), VARIANCE_FORBIDDEN)
+    if err or not isinstance(out, tuple) or len(out) != 2:
+        return False
+    return bool(torch.equal(out[1], mean))
+
+
 def _var_run(ns, fn, s: VarSpec) -> tuple[bool, str]:
     x = var_input(s)
     with _merges_seen(ns, "welford_merge") as (calls, dtypes):
@@ -740,6 +755,10 @@ def _var_run(ns, fn, s: VarSpec) -> tuple[bool, str]:
                            "(count, mean, M2) and merge the chunk states into the running state with welford_merge")
         if _coarser(dtypes, acc_dtype(s.dtype)):
             return False, "right values, but" + _var_precision_hint(s, dtypes, ())[1:]
+        if s.count_merges and _ignores_merges(ns, fn, x, s, mean):
+            return False, ("welford_merge was called, but the mean returned does not come from its states (with "
+                           "every merged mean moved by 1, it did not move): return the merged state's mean and "
+                           "M2 / (count - correction)")
         return True, f"ok (var {rv.message.split('(', 1)[-1].rstrip(')')})"
     rt = max(1e-3, torch.finfo(s.dtype).eps)
     if var.shape == ref_mean.shape and _close(var, ref_mean, rt, 1e-6) and _close(mean, ref_var, rt, 1e-6):
