@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import inspect
 import io
+import itertools
+import textwrap
 import contextlib
 import traceback
 
@@ -140,15 +142,15 @@ def grade(ex: Exercise | str, ns: dict, *, gpu: bool | None = None) -> dict:
 def format_table(result: dict, width: int = 110) -> str:
     lines = [f"{result['title']}  [{result['id']}]"]
     lines.append(f"{'case':<44} {'pts':>3}  {'result':<6}  message")
+    room = max(20, width - 62)
     for c in result["cases"]:
         mark = "skip" if c["skipped"] else ("PASS" if c["passed"] else "FAIL")
         msg = c.get("message", "")
-        room = max(20, width - 62)
-        first, rest = msg[:room], msg[room:]
-        lines.append(f"{c['name'][:44]:<44} {c['points']:>3}  {mark:<6}  {first}")
-        while rest:
-            lines.append(" " * 60 + rest[:room])
-            rest = rest[room:]
+        names = textwrap.wrap(c["name"], 44) or [""]          # a long name wraps in its column, never cut
+        parts = [msg[i:i + room] for i in range(0, len(msg), room)] or [""]
+        for i, (name, part) in enumerate(itertools.zip_longest(names, parts, fillvalue="")):
+            middle = f"{c['points']:>3}  {mark:<6}" if i == 0 else " " * 11
+            lines.append(f"{name:<44} {middle}  {part}".rstrip())
     tail = f"score: {result['earned']}/{result['possible']}"
     if result.get("skipped"):
         tail += f"  ({result['skipped']} points skipped here, not counted as passed)"

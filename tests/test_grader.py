@@ -225,3 +225,16 @@ def test_a_case_hint_is_said_only_when_the_case_without_its_cause_passes(tmp_pat
     one_pass = failed([("rstd = tl.rsqrt(tl.sum(xc * xc, axis=1) / N + eps)",
                         "rstd = tl.rsqrt(tl.sum(x * x, axis=1) / N - mean * mean + eps)")], "one_pass.ipynb")
     assert BIG_MEAN in next(m for n, m in one_pass.items() if "mean 1e4" in n)
+
+
+def test_the_table_wraps_long_case_names_and_messages_instead_of_cutting_them():
+    from autograder.runner import format_table
+
+    name = "rows_per_program=4, M=5 (the last program has 1 row of 4)"
+    message = "y: 3 of 5 rows wrong " * 8
+    table = format_table({"title": "T", "id": "t", "earned": 0, "possible": 2, "cases": [
+        {"name": name, "points": 2, "skipped": False, "passed": False, "message": message}]})
+    lines = table.splitlines()[2:-1]
+    assert " ".join(line[:44].strip() for line in lines).strip() == name
+    assert "".join(line[58:] for line in lines) == message.rstrip()
+    assert lines[0][45:56] == "  2  FAIL  "
