@@ -164,8 +164,7 @@ def _names_read(code: types.CodeType) -> set[str]:
 def _global_line(name: str, value) -> str | None:
     """A line of Python giving `name` the value a kernel reads, or None where it cannot be written down."""
     if isinstance(value, types.ModuleType):
-        return f"import {value.__name__} as {name}" if "." in value.__name__ else (
-            f"import {value.__name__}" if name == value.__name__ else f"import {value.__name__} as {name}")
+        return f"import {value.__name__} as {name}"
     wrapped = type(value).__name__ == "constexpr"
     inner = getattr(value, "value", None) if wrapped else value
     if isinstance(inner, float) and not math.isfinite(inner):

@@ -241,11 +241,29 @@ def judge_compile(src, kernels: tuple) -> tuple[bool, str]:
         return False, str(e)
 
 
-# The sweep of the "compiles for a GPU" case: a row of one element, rows that are not a power of two, and a
-# length of each kind the dispatchers tell apart (a tile of rows, one row per program, a 16-bit row in two
-# chunks, a row split over programs), in each dtype, with and without weight (and bias).
-COMPILE_ROWS = (1, 1000, 4096, 32768, 131072)
-COMPILE_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+# The launch sweep (the "compiles for a GPU" case, tools/compile_targets.py): a row of one element, a short row
+# that is not a power of two, and a length of each kind the dispatchers tell apart (a tile of rows, one row per
+# program, a 16-bit row in two chunks, a row split over programs), in each dtype.
+SWEEP_ROWS = (1, 1000, 4096, 32768, 131072)
+SWEEP_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+
+
+def call_sweep(fn, op: Op, dev, rows=SWEEP_ROWS, dtypes=SWEEP_DTYPES, bias_only: bool = True) -> None:
+    """Call a launcher on 4 rows of each length and dtype, with and without weight (and bias; with bias_only,
+    for LayerNorm, also a bias without weight). A launcher that refuses a length (a tile kernel for long rows)
+    is skipped there."""
+    variants = [(True, True), (False, False)] + ([(False, True)] if bias_only and op is LAYERNORM else [])
+    g = torch.Generator().manual_seed(0)
+    for n in rows:
+        for dtype in dtypes:
+            x = torch.randn(4, n, generator=g).to(dtype).to(dev)
+            for has_w, has_b in variants:
+                w = torch.ones(n, dtype=dtype, device=dev) if has_w else None
+                b = torch.zeros(n, dtype=dtype, device=dev) if has_b else None
+                try:
+                    op.call(fn, x, w, b, 1e-5, {})
+                except ValueError:
+                    pass
 
 
 def _launch_label(launch: dict) -> str:
@@ -259,20 +277,8 @@ def judge_gpu_compile(ex: Exercise, ns: dict, op: Op) -> tuple[bool, str]:
     by Triton in another process; the kernels are recorded, not run. Verdicts are kept for judge_run."""
     from . import gpu_compile
 
-    fn = ns[ex.functions[0]]
-    variants = [(True, True), (False, False)] + ([(False, True)] if op is LAYERNORM else [])
-    g = torch.Generator().manual_seed(0)
     with gpu_compile.recording_launches() as launches:
-        for n in COMPILE_ROWS:
-            for dtype in COMPILE_DTYPES:
-                x = torch.randn(4, n, generator=g).to(dtype).to(device())
-                for has_w, has_b in variants:
-                    w = torch.ones(n, dtype=dtype, device=device()) if has_w else None
-                    b = torch.zeros(n, dtype=dtype, device=device()) if has_b else None
-                    try:
-                        op.call(fn, x, w, b, 1e-5, {})
-                    except ValueError:     # a launcher that refuses a length (a tile kernel for long rows)
-                        pass
+        call_sweep(ns[ex.functions[0]], op, device())
     written = gpu_compile.jit_names(ns)
     mine = gpu_compile.distinct([launch for launch in launches if launch["kernel"] in written])
     if not mine:

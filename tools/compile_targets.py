@@ -35,7 +35,6 @@ if str(ROOT) not in sys.path:   # helpers and autograder, when the course is not
     sys.path.insert(0, str(ROOT))
 
 
-
 def _gpu_compile():
     """autograder/gpu_compile.py (the launch recorder and the compile step, shared with the grader's "compiles for
     a GPU" case), loaded by its path: importing the autograder package would import helpers, which switches
@@ -60,11 +59,7 @@ GPUS = {
 }
 REGISTERS_PER_SM = 65536      # the same on all of them; one block must fit
 LESSONS = ("04_triton_rmsnorm", "05_triton_layernorm")
-# a row of one element, a short row that is not a power of two, and one of each kind the dispatchers tell apart:
-# a tile of rows, one program per row, a 16-bit row in two chunks, a row split over programs
-ROW_LENGTHS = (1, 1000, 4096, 32768, 131072)
 DISPATCHERS = ("rmsnorm", "layernorm")       # launchers that are not an exercise's entry point (lesson 04's)
-DTYPES = ("float16", "bfloat16", "float32")
 
 
 # ---- step 2 (no interpreter): kernels from a notebook, compiled for a target ------------------------------------
@@ -155,9 +150,9 @@ def compile_launches(launches: list[dict], gpus) -> list[dict]:
 
 # ---- step 1 (interpreter): what the solutions launch ------------------------------------------------------------
 
-def record_launches(lessons=LESSONS, row_lengths=ROW_LENGTHS, dtypes=DTYPES) -> list[dict]:
-    """Run each exercise's launcher of the solutions on 4 rows of each length and dtype, with and without
-    weight (and bias), recording each kernel launch instead of running it; the distinct launches."""
+def record_launches(lessons=LESSONS) -> list[dict]:
+    """Run each exercise's launcher of the solutions on the sweep (run_sweep), recording each kernel launch
+    instead of running it; the distinct launches."""
     os.environ["TRITON_INTERPRET"] = "1"   # interpreted kernels, on a GPU machine too (before helpers is imported)
     import helpers  # noqa: F401
 
@@ -169,33 +164,21 @@ def record_launches(lessons=LESSONS, row_lengths=ROW_LENGTHS, dtypes=DTYPES) -> 
         if errors:
             raise RuntimeError(f"{lesson}: cells failed: {errors}")
         with recording_launches() as recorded:
-            run_sweep(ns, lesson, row_lengths, dtypes)
+            run_sweep(ns, lesson)
         launches += [{"lesson": lesson, **launch} for launch in recorded]
     return launches
 
 
-def run_sweep(ns, lesson, row_lengths=ROW_LENGTHS, dtypes=DTYPES, device="cpu") -> None:
-    """Call each exercise's launcher of a lesson (and its dispatcher) on 4 rows of each length and dtype, with and
-    without weight (and bias). A launcher that refuses a length (a tile kernel for long rows) is skipped there."""
-    import torch
-
+def run_sweep(ns, lesson, device="cpu") -> None:
+    """Call each exercise's launcher of a lesson (and its dispatcher) on the grader's sweep (rowcases.call_sweep:
+    4 rows of 1 to 131072 elements in each dtype, with and without weight and bias)."""
     from autograder import for_lesson
-    from autograder.rowcases import LAYERNORM, RMSNORM
+    from autograder.rowcases import LAYERNORM, RMSNORM, call_sweep
 
     op = LAYERNORM if "layernorm" in lesson else RMSNORM
     entries = dict.fromkeys([ex.functions[0] for ex in for_lesson(lesson)] + [n for n in DISPATCHERS if n in ns])
     for entry in entries:
-        for n in row_lengths:
-            for dtype in dtypes:
-                dt = getattr(torch, dtype)
-                x = torch.randn(4, n, dtype=dt, device=device)
-                for affine in (True, False):
-                    w = torch.ones(n, dtype=dt, device=device) if affine else None
-                    b = torch.zeros(n, dtype=dt, device=device) if affine else None
-                    try:
-                        op.call(ns[entry], x, w, b, 1e-5, {})
-                    except ValueError:
-                        pass
+        call_sweep(ns[entry], op, device, bias_only=False)
 
 
 def main(argv=None) -> int:
