@@ -40,7 +40,7 @@ class Spec:
     zero_rows: tuple = ()
     const: float | None = None
     row_pad: int = 0
-    misalign: bool = False         # x starts 4 bytes past a 16-byte boundary (no float4 loads)
+    misalign: str = ""              # "x" | "weight": x, or weight and bias, start 4 bytes past a 16-byte boundary
     swap01: bool = False           # x is a view with its first two dims swapped: no one row stride reaches every row
     neg_inf_every: int = 0         # softmax: every k-th column is -inf (masked positions)
     spike_every: int = 0           # every k-th column (from column 0) is set to `spike`: lone outliers
@@ -117,11 +117,11 @@ def _sync():
 def judge_run(ex: Exercise, s: Spec, fn, op: Op, ns: dict | None = None) -> tuple[bool, str]:
     x0, w0, b0 = make_inputs(s, op)
     if s.swap01:   # stored as (d1, d0, ..., N), handed over as (d0, d1, ..., N): x.reshape(M, N) must copy
-        x = guarded_input(x0.transpose(0, 1).contiguous(), s.row_pad, shift=1 if s.misalign else 0).transpose(0, 1)
+        x = guarded_input(x0.transpose(0, 1).contiguous(), s.row_pad, shift=int(s.misalign == "x")).transpose(0, 1)
     else:
-        x = guarded_input(x0, s.row_pad, shift=1 if s.misalign else 0)
-    w = None if w0 is None else guarded_input(w0)
-    b = None if b0 is None else guarded_input(b0)
+        x = guarded_input(x0, s.row_pad, shift=int(s.misalign == "x"))
+    w = None if w0 is None else guarded_input(w0, shift=int(s.misalign == "weight"))
+    b = None if b0 is None else guarded_input(b0, shift=int(s.misalign == "weight"))
     x_before = x.clone()
     with student_call() as spy:
         out = op.call(fn, x, w, b, s.eps, s.kwargs)
@@ -297,13 +297,42 @@ def judge_gpu_compile(ex: Exercise, ns: dict, op: Op) -> tuple[bool, str]:
     return True, f"ok: {len(mine)} launches of {', '.join(launched)} compile for sm_80"
 
 
+RACECHECK_POINTS = 2
+
+
+def judge_racecheck(ex: Exercise, ns: dict, op: Op, cuda_source: str, shapes: tuple) -> tuple[bool, str]:
+    """The launches the launcher makes for rows of these shapes (recorded here, not run) have no shared-memory
+    hazard under compute-sanitizer's racecheck, run in another process."""
+    from . import racecheck
+
+    src = ns[cuda_source]
+    if not isinstance(src, str) or holds_stub(src):
+        return False, "the CUDA source still holds its TODO"
+    with racecheck.recording_cuda_launches() as launches:
+        for i, shape in enumerate(shapes):
+            x, w, b = make_inputs(Spec(name="race", shape=shape, eps=1e-5, seed=70 + i), op)
+            op.call(ns[ex.functions[0]], x, w, b, 1e-5, {})
+    if not any(launch["name"] in ex.kernels for launch in launches):
+        return False, f"no CUDA kernel was launched: {ex.functions[0]} must launch {' or '.join(ex.kernels[:3])}"
+    hazards, first = racecheck.run_racecheck(launches)
+    if hazards:
+        return False, (f"compute-sanitizer racecheck found {hazards} shared-memory hazards; the first: {first}. "
+                       "Right numbers do not prove it safe: between a write of shared memory and another warp's read "
+                       "of it, and between that read and the next write of the same place, every warp must pass a "
+                       "block.sync()")
+    rows = " and ".join("x".join(map(str, shape)) for shape in shapes)
+    return True, f"ok: no hazards in {len(launches)} launches ({rows})"
+
+
 def exercise(lesson: str, op: Op, id: str, title: str, functions: tuple, kernels: tuple, specs: list[Spec],
-             *, cuda_source: str | None = None, compile_points: int = 3, given: tuple = ()):
+             *, cuda_source: str | None = None, compile_points: int = 3, given: tuple = (),
+             racecheck: tuple = ()):
     """Register an exercise whose cases call functions[0] on each Spec.
 
     With `cuda_source` (the name of the student's CUDA C string) the exercise is a CUDA C one: a first
     case compiles that string with nvcc (runs without a GPU), and the Spec cases need CUDA to run.
-    Otherwise it is a Triton one: a first case compiles the kernels its launcher launches for a GPU (they may
+    With `racecheck` (shapes of x) a second case replays the launches for those rows under compute-sanitizer's
+    racecheck (kernels that share memory between warps). Otherwise it is a Triton one: a first case compiles the kernels its launcher launches for a GPU (they may
     have run only in the interpreter), and a case whose call launched a kernel that does not compile fails.
     """
     ex = Exercise(id=id, lesson=lesson, title=title, functions=functions, kernels=kernels, given=given)
@@ -319,6 +348,10 @@ def exercise(lesson: str, op: Op, id: str, title: str, functions: tuple, kernels
     if cuda_source:
         ex.cases.insert(0, Case("compiles with nvcc for sm_80 and sm_90", lambda ns: judge_compile(ns[cuda_source], kernels),
                                 points=compile_points, needs="nvcc"))
+        if racecheck:
+            ex.cases.insert(1, Case("no shared-memory races (compute-sanitizer racecheck)",
+                                    lambda ns: judge_racecheck(ex, ns, op, cuda_source, racecheck),
+                                    points=RACECHECK_POINTS, needs="racecheck"))
     else:
         ex.cases.insert(0, Case("compiles for a GPU (sm_80)",
                                 lambda ns: judge_gpu_compile(ex, ns, op), points=TRITON_COMPILE_POINTS,

@@ -60,10 +60,13 @@ def untouched_stubs(ex: Exercise, ns: dict) -> list[str]:
     return [name for name in ex.functions if name in ns and holds_stub(source_of(ns[name]))]
 
 
-# errors of Triton's interpreter whose words do not say what happened
-INTERPRETER_ERRORS = (
+# errors whose words do not say what the student did (Triton's interpreter, a CUDA fault), and what did
+ERROR_HINTS = (
     ("must be Tensor, not tensor", ": a PyTorch function was called on a Triton tensor inside a @triton.jit kernel; "
      "use tl.sum, tl.sqrt, tl.where ... there"),
+    ("misaligned address", ": a float4 (16-byte) load or store at an address that is not a multiple of 16. Take the "
+     "vector path only when every pointer it reads or writes is 16-byte aligned: aligned16(x, y, weight, bias). "
+     "The fault breaks every later CUDA call of this process"),
 )
 
 
@@ -80,6 +83,10 @@ def skip_reason(case, gpu: bool) -> str | None:
     if case.needs == "cuda":
         from helpers.cudac import can_run
         return can_run()
+    if case.needs == "racecheck":
+        from helpers.cudac import can_run
+        from .racecheck import sanitizer_path
+        return can_run() or (None if sanitizer_path() else "needs compute-sanitizer (it comes with the CUDA toolkit)")
     if case.needs == "triton-compile":
         from helpers.env import installed_version, major_minor
         version = installed_version("triton")
@@ -102,7 +109,7 @@ def run_case(case, ns: dict) -> tuple[bool, str]:
         tb = traceback.extract_tb(e.__traceback__)
         where = next((f" (in {fr.name}, line {fr.lineno})" for fr in reversed(tb)
                       if not fr.filename.endswith(".py") or "<" in fr.filename), "")
-        hint = next((h for pattern, h in INTERPRETER_ERRORS if pattern in str(e)), "")
+        hint = next((h for pattern, h in ERROR_HINTS if pattern in str(e)), "")
         return False, f"raised {_short_error(e)}{where}{hint}"
 
 

@@ -177,9 +177,10 @@ def device_arch() -> str:
 class CudaKernel:
     """A compiled kernel; call it with device pointers (tensors), C-typed numbers, grid and block."""
 
-    def __init__(self, function, name: str):
+    def __init__(self, function, name: str, src: str = ""):
         self.function = function
         self.name = name
+        self.src = src     # the module's CUDA C (autograder.racecheck replays the launch from it)
 
     def __repr__(self) -> str:
         return f"CudaKernel({self.name!r})"
@@ -235,7 +236,7 @@ class CudaModule:
         except Exception as e:
             raise LookupError(f"no kernel named {name!r} in the module: declare it extern \"C\" __global__ "
                               f"({type(e).__name__})") from None
-        return CudaKernel(fn, name)
+        return CudaKernel(fn, name, self.src)
 
 
 _MODULES: dict[str, CudaModule] = {}

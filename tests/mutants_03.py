@@ -21,6 +21,7 @@ REGS_STATS = "        }\n    }\n    if (lane == 0) { mean_out[row] = mean; rstd_
 BLOCK_D = ("int c = 4 * (k * T + t);\n#pragma unroll\n        for (int j = 0; j < 4; ++j) {\n"
            "            float d = c + j < C ? v[4 * k + j] - mean : 0.f;")
 FIRST_SYNC = "    block.sync();                                   // every partial written before anyone reads\n"
+SECOND_SYNC = "    block.sync();                                   // every partial read before the next call overwrites\n"
 
 MUTANTS = [
     # --- rmsnorm_warp (v2)
@@ -61,11 +62,20 @@ MUTANTS = [
        "                int i = c + j;\n                {\n                    float o = (v[4 * k + j] - mean) * rstd;\n"
        "                    __stcs(yr + i, o);\n"
        "                }\n            }\n        }\n    }\n    if (lane == 0)")], ""),
+    ("layernorm_regs", "float4 path when only x is aligned",
+     [("    vec = C % 4 == 0 and aligned16(x2, y, weight, bias)\n    name = ",
+       "    vec = C % 4 == 0 and aligned16(x2)\n    name = ")], "misaligned address"),
     ("layernorm_regs", "float4 load of a float pointer (a type error)",
      [("int c = 4 * (k * 32 + lane);\n        if (VEC) {\n            float4 q = c < C ? __ldcs(reinterpret_cast<const float4*>(xr + c))",
        "int c = 4 * (k * 32 + lane);\n        if (VEC) {\n            float4 q = c < C ? __ldcs(xr + c)")], "nvcc", "nvcc"),
     # --- layernorm_block (v4)
     ("layernorm_block", "missing block.sync() between writing and reading the partials", [(FIRST_SYNC, "")], ""),
+    # right numbers in 200 of 200 runs on an H100: only racecheck sees it
+    ("layernorm_block", "missing the second block.sync() (the next call writes partials another warp still reads)",
+     [(SECOND_SYNC, "")], "racecheck"),
+    ("layernorm_block", "float4 path when x and y are aligned but weight and bias are not",
+     [("    vec = C % 4 == 0 and aligned16(x2, y, weight, bias)\n    kernel = load_module(LAYERNORM_BLOCK_SRC)",
+       "    vec = C % 4 == 0 and aligned16(x2, y)\n    kernel = load_module(LAYERNORM_BLOCK_SRC)")], "misaligned address"),
     ("layernorm_block", "wrong warp index for the partial (lane, not warp)",
      [("if (warp.thread_rank() == 0) partial[warp.meta_group_rank()] = v;",
        "if (warp.thread_rank() == 0) partial[warp.thread_rank()] = v;")], ""),

@@ -147,3 +147,62 @@ def test_make_notebooks_turns_stubs_inside_cuda_strings_into_c_comments():
 
     src = 'S = r"""\nvoid f() {\n    # YOUR CODE HERE\n    pass\n}\n"""\ndef g():\n    # YOUR CODE HERE\n    pass\n'
     assert c_stubs(src) == 'S = r"""\nvoid f() {\n    // YOUR CODE HERE\n}\n"""\ndef g():\n    # YOUR CODE HERE\n    pass\n'
+
+
+# Verbatim from compute-sanitizer 2025.3.1 racecheck on an H100 (host frames and two more hazards cut): v4 without
+# block_sum's second block.sync(), its source compiled with -lineinfo; the GPU tests run the tool on the mutant.
+BLOCK_SUM = "cooperative_groups::__v1::thread_block &, cooperative_groups::__v1::thread_block_tile<(unsigned int)32, void> &"
+RACECHECK_OUTPUT = f"""========= COMPUTE-SANITIZER
+========= Error: Potential WAR hazard detected at __shared__ 0x41c in block (0,0,0) :
+=========     Read Thread (39,0,0) at block_sum(float, {BLOCK_SUM}, float *)+0x670 in kernel.cu:13
+=========     Write Thread (224,0,0) at block_sum(float, {BLOCK_SUM}, float *)+0xe60 in kernel.cu:11
+=========     Current Value : 115, Incoming Value : 75
+=========     Saved host backtrace up to driver entry point at kernel launch time
+========= 
+REPLAY DONE
+========= RACECHECK SUMMARY: 4 hazards displayed (89 errors, 12 warnings)
+"""
+
+
+def test_racecheck_report_is_read_and_said_in_words():
+    from autograder.racecheck import parse_report
+
+    src = "\n" * 10 + "    if (lane == 0) partial[w] = v;\n\n    float t = partial[lane];\n"
+    hazards, first = parse_report(RACECHECK_OUTPUT, {"layernorm_block_k4": src})
+    assert hazards == 89 + 12
+    assert first == ("Potential WAR hazard on shared memory in block (0,0,0): read by thread (39,0,0) in block_sum, "
+                     "line 13 `float t = partial[lane];`; write by thread (224,0,0) in block_sum, line 11 "
+                     "`if (lane == 0) partial[w] = v;`")
+    # without -lineinfo: no lines to quote, the threads and functions still said
+    _, first = parse_report(RACECHECK_OUTPUT.replace(" in kernel.cu:13", "").replace(" in kernel.cu:11", ""), {})
+    assert first.endswith("read by thread (39,0,0) in block_sum; write by thread (224,0,0) in block_sum")
+    assert parse_report("========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)", {}) == (0, "")
+    with pytest.raises(ValueError, match="no RACECHECK SUMMARY"):
+        parse_report("Segmentation fault", {})
+
+
+def test_racecheck_records_launches_without_running_them_and_keeps_the_bytes_around_a_view():
+    from autograder.racecheck import _unpack, recording_cuda_launches
+
+    k = cudac.CudaKernel(function=lambda *a, **kw: pytest.fail("must not launch"), name="k", src="// the source")
+    buf = torch.arange(20.0)
+    view = buf[3:15].view(3, 4)
+    with recording_cuda_launches() as launches:
+        k(view, None, np.int32(12), grid=(3,), block=(32,))
+    assert [(launch["name"], launch["src"], launch["grid"], launch["block"]) for launch in launches] == [
+        ("k", "// the source", (3,), (32,))]
+    packed = launches[0]["args"]
+    assert packed[1] is None and packed[2] == 12
+    assert torch.equal(packed[0]["tensor"], buf) and torch.equal(_unpack(packed[0]), view)
+    assert cudac.CudaKernel.__call__ is not None and "record" not in cudac.CudaKernel.__call__.__qualname__
+
+
+def test_racecheck_case_is_skipped_without_a_gpu_never_passed():
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is here")
+    from autograder import grade
+
+    ns, _ = load(ROOT / "solutions" / f"{LESSON}.ipynb")
+    for exercise in ("layernorm_block", "layernorm_welford"):
+        rows = [c for c in grade(exercise, ns)["cases"] if "racecheck" in c["name"]]
+        assert len(rows) == 1 and rows[0]["skipped"] and not rows[0]["passed"], rows

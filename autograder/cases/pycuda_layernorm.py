@@ -1,7 +1,8 @@
 """Hidden cases of lesson 03 (CUDA C with PyCUDA and cooperative groups); machinery in autograder/rowcases.py.
 
 Every exercise first compiles the student's CUDA string with nvcc for sm_80 and sm_90 (runs without a
-GPU); the numeric cases need a GPU with PyCUDA and are reported as skipped elsewhere.
+GPU); the numeric cases need a GPU with PyCUDA and are reported as skipped elsewhere. The two kernels that
+share memory between warps (v4, v5) are also run under compute-sanitizer's racecheck.
 """
 from __future__ import annotations
 
@@ -68,11 +69,17 @@ def big_mean(shape, stat_rtol=5e-5, seed=30, hint=BIG_MEAN):
                 atol=1e-2, stat_rtol=stat_rtol, hint=hint, seed=seed)
 
 
-# Last in each list: a misaligned x faults a float4 load ("misaligned address"), which spoils the CUDA
+# Last in each list: a misaligned pointer faults a float4 load ("misaligned address"), which spoils the CUDA
 # context for every later case of the exercise.
 def misaligned(shape, seed=99):
-    return Spec(f"x 4 bytes past a 16-byte boundary, C={shape[-1]} (no float4 loads)", shape, eps=1e-5,
-                misalign=True, seed=seed)
+    return [Spec(f"x 4 bytes past a 16-byte boundary, C={shape[-1]} (no float4 loads)", shape, eps=1e-5,
+                 misalign="x", seed=seed),
+            Spec(f"weight and bias 4 bytes past a 16-byte boundary, C={shape[-1]} (no float4 loads of them)", shape,
+                 eps=1e-5, misalign="weight", seed=seed + 1)]
+
+
+# Rows for the racecheck case of the kernels that share memory between warps: the float4 path and the scalar one.
+RACE_ROWS = ((2, 4096), (2, 4097))
 
 
 exercise(LESSON, RMSNORM, "rmsnorm_warp", "v2 RMSNorm: one warp per row, rsqrtf",
@@ -84,8 +91,7 @@ exercise(LESSON, LAYERNORM, "layernorm_regs", "v3 LayerNorm: one warp per row, t
              Spec("C=129: one column past K=1", (5, 129), eps=1e-5, seed=21),
              big_mean((64, 1000)),
              Spec("bad input: C=1025 is too long for one warp's registers", (2, 1025), bad="too_long", seed=22),
-             misaligned((8, 768)),
-         ], cuda_source="LAYERNORM_REGS_SRC")
+         ] + misaligned((8, 768)), cuda_source="LAYERNORM_REGS_SRC")
 
 exercise(LESSON, LAYERNORM, "layernorm_block", "v4 LayerNorm: one block per row, the row in registers",
          ("layernorm_block", "LAYERNORM_BLOCK_SRC"), BLOCK, LN_COMMON + [
@@ -95,8 +101,7 @@ exercise(LESSON, LAYERNORM, "layernorm_block", "v4 LayerNorm: one block per row,
              Spec("C=65536, the longest row a block holds", (3, 65536), eps=1e-5, seed=23),
              big_mean((32, 20000)),
              Spec("bad input: C=65537 is too long for one block's registers", (2, 65537), bad="too_long", seed=24),
-             misaligned((8, 8192)),
-         ], cuda_source="LAYERNORM_BLOCK_SRC")
+         ] + misaligned((8, 8192)), cuda_source="LAYERNORM_BLOCK_SRC", racecheck=RACE_ROWS)
 
 exercise(LESSON, LAYERNORM, "layernorm_welford", "v5 LayerNorm: Welford in one pass, Chan merges, any C",
          ("layernorm_welford", "LAYERNORM_WELFORD_SRC"), ("layernorm_welford",), LN_COMMON + [
@@ -107,8 +112,7 @@ exercise(LESSON, LAYERNORM, "layernorm_welford", "v5 LayerNorm: Welford in one p
              # Chan merges round a running mean near 1e4 to float32 spacing (~1e-3): 7e-5 measured on an H100.
              big_mean((64, 1600), stat_rtol=3e-4, hint=BIG_MEAN_CHAN),
              big_mean((4, 50000), stat_rtol=3e-4, seed=31, hint=BIG_MEAN_CHAN),
-             misaligned((8, 4096)),
-         ], cuda_source="LAYERNORM_WELFORD_SRC")
+         ] + misaligned((8, 4096)), cuda_source="LAYERNORM_WELFORD_SRC", racecheck=RACE_ROWS)
 
 exercise(LESSON, SOFTMAX, "softmax_online", "v6 softmax: one warp per row, (m, l) merged across the warp",
          ("softmax_online", "SOFTMAX_ONLINE_SRC"), ("softmax_online",), [

@@ -1,0 +1,158 @@
+"""Shared-memory races in a student's CUDA C kernel, found by compute-sanitizer's racecheck (lesson 03).
+
+A missing barrier often gives the right numbers: on an H100 the v4 block reduction without its second
+`block.sync()` (a warp writes the next partial while another warp still reads the last ones) was right in
+200 of 200 runs. racecheck tracks every shared-memory access between barriers and reports such a hazard on
+every run. The tool instruments the whole process it starts, so the launches are replayed elsewhere:
+
+    with recording_cuda_launches() as launches:   # here: the student's launcher runs, its kernels do not
+        launcher(x, weight, bias)
+    verdict = run_racecheck(launches)             # there: compute-sanitizer --tool racecheck python racecheck.py
+
+Run as a script (`python autograder/racecheck.py FILE`) it is that other process: it loads the recorded
+launches, compiles each source with line information and launches it with the recorded arguments.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TIMEOUT_S = 180
+SUMMARY = re.compile(r"RACECHECK SUMMARY: (\d+) hazards? displayed \((\d+) errors?, (\d+) warnings?\)")
+HAZARD = re.compile(r"(Error|Warning): (.*?hazard) detected at __shared__ (\S+) in block \((\S+)\)")
+# "Read Thread (39,0,0) at block_sum(float, cooperative_groups::...)+0x670 in kernel.cu:13" (the file and line
+# only when compiled with -lineinfo)
+ACCESS = re.compile(r"(Read|Write) Thread \(([^)]*)\) at (.+?)\+0x[0-9a-f]+(?: in \S*?kernel\.cu:(\d+))?\s*$", re.M)
+
+
+def sanitizer_path() -> str | None:
+    """compute-sanitizer from PATH, CUDA_HOME or /usr/local/cuda; None when the CUDA toolkit has none."""
+    found = shutil.which("compute-sanitizer")
+    if found:
+        return found
+    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if home and os.access(os.path.join(home, "bin", "compute-sanitizer"), os.X_OK):
+            return os.path.join(home, "bin", "compute-sanitizer")
+    return None
+
+
+def _pack(a):
+    """A launch argument as it can be saved: a tensor as its whole storage (on the CPU) and its view of it, so
+    that the replayed kernel sees the same bytes around the view; numbers as they were."""
+    import torch
+
+    if isinstance(a, torch.Tensor):
+        base = torch.empty(0, dtype=a.dtype).set_(a.untyped_storage().cpu() if a.is_cuda else a.untyped_storage())
+        return {"tensor": base.clone(), "offset": a.storage_offset(), "shape": tuple(a.shape),
+                "stride": tuple(a.stride()), "cuda": a.is_cuda}
+    return a
+
+
+def _unpack(a):
+    import torch
+
+    if isinstance(a, dict) and "tensor" in a:
+        base = a["tensor"].cuda() if a["cuda"] else a["tensor"]
+        return torch.as_strided(base, a["shape"], a["stride"], a["offset"])
+    return a
+
+
+@contextlib.contextmanager
+def recording_cuda_launches():
+    """Within: helpers.cudac kernels are recorded (source, name, arguments, grid, block, shared), not run."""
+    from helpers.cudac import CudaKernel
+
+    launches: list[dict] = []
+    original = CudaKernel.__call__
+
+    def record(self, *args, grid, block, shared: int = 0):
+        launches.append({"src": self.src, "name": self.name, "args": [_pack(a) for a in args], "grid": grid,
+                         "block": block, "shared": shared})
+
+    CudaKernel.__call__ = record
+    try:
+        yield launches
+    finally:
+        CudaKernel.__call__ = original
+
+
+def parse_report(text: str, sources: dict[str, str]) -> tuple[int, str]:
+    """(hazards, what the first one is) from racecheck's output; sources: kernel name -> its CUDA C, to quote
+    the lines of the two accesses."""
+    m = SUMMARY.search(text)
+    if m is None:
+        raise ValueError("no RACECHECK SUMMARY in compute-sanitizer's output")
+    errors, warnings = int(m.group(2)), int(m.group(3))
+    hazard = HAZARD.search(text)
+    if not (errors + warnings) or hazard is None:
+        return errors + warnings, ""
+    accesses = ACCESS.findall(text[hazard.end():hazard.end() + 3000])[:2]
+    only = set(sources.values())
+    parts = []
+    for kind, thread, function, line in accesses:
+        function = function.split("(")[0].strip()
+        where = f"thread ({thread}) in {function}"
+        src = sources.get(function) or (next(iter(only)) if len(only) == 1 else "")
+        src_lines = src.splitlines()
+        if line and 0 < int(line) <= len(src_lines):
+            where += f", line {line} `{src_lines[int(line) - 1].strip()}`"
+        parts.append(f"{kind.lower()} by {where}")
+    return errors + warnings, f"{hazard.group(2)} on shared memory in block ({hazard.group(4)}): " + "; ".join(parts)
+
+
+def run_racecheck(launches: list[dict], timeout_s: float = TIMEOUT_S) -> tuple[int, str]:
+    """Replay the recorded launches under compute-sanitizer's racecheck in another process; (hazards, the
+    first hazard said in words). Raises RuntimeError when the replay itself fails."""
+    import torch
+
+    tool = sanitizer_path()
+    if tool is None:
+        raise RuntimeError("compute-sanitizer not found (it comes with the CUDA toolkit)")
+    sources = {launch["name"]: launch["src"] for launch in launches}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "launches.pt")
+        torch.save(launches, path)
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+        proc = subprocess.run([tool, "--tool", "racecheck", "--racecheck-report", "all", "--print-limit", "4",
+                               sys.executable, __file__, path], capture_output=True, text=True, timeout=timeout_s,
+                              env=env, cwd=ROOT)
+    text = proc.stdout + proc.stderr
+    if "REPLAY DONE" not in text:
+        tail = [line for line in text.splitlines() if line.strip() and "=========" not in line][-3:]
+        raise RuntimeError(f"the kernel did not run under compute-sanitizer: {' | '.join(tail)[-300:]}")
+    return parse_report(text, sources)
+
+
+def replay(path: str) -> None:
+    """The other process: compile each recorded source with -lineinfo (racecheck then names source lines) and
+    launch it with the recorded arguments."""
+    import torch
+    from helpers import cudac
+
+    launches = torch.load(path, weights_only=False)
+    cudac.context()
+    from pycuda.compiler import SourceModule
+
+    modules = {}
+    for launch in launches:
+        code = cudac.c_source(launch["src"])
+        if code not in modules:
+            modules[code] = SourceModule(code, no_extern_c=True, arch=cudac.device_arch(),
+                                         options=[*cudac.NVCC_OPTIONS, "-lineinfo"])
+        kernel = cudac.CudaKernel(modules[code].get_function(launch["name"]), launch["name"], launch["src"])
+        kernel(*[_unpack(a) for a in launch["args"]], grid=launch["grid"], block=launch["block"],
+               shared=launch["shared"])
+    torch.cuda.synchronize()
+    print("REPLAY DONE", flush=True)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    replay(sys.argv[1])
