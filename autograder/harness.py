@@ -5,7 +5,9 @@ Inside `student_call()`:
   guard bands, so unwritten elements and out-of-bounds writes are both caught;
 - every kernel launch is counted by name: Triton (compiled or interpreted) and CUDA C launched
   through helpers.cudac;
-- calls of torch's own norm functions are recorded (a Triton exercise must not use them).
+- calls of torch's own norm functions are recorded (a Triton exercise must not use them);
+- in Triton's interpreter, a load whose unmasked lanes reach into the guard band of a watched input
+  (`spy.watch`) or of an allocation is recorded: rows past M or columns past N read without their mask.
 """
 from __future__ import annotations
 
@@ -29,6 +31,51 @@ class Spy:
         self.args: dict[str, list] = {}    # kernel name -> the integer and bool arguments of each launch, by name
         self.forbidden: list[str] = []
         self.buffers: list[tuple[torch.Tensor, int, int, tuple, torch.dtype]] = []
+        self.watched: list[tuple[str, torch.Tensor]] = []   # inputs in guard bands (guarded_input): their names
+        self.oob_reads: list[str] = []
+
+    def watch(self, name: str, t: torch.Tensor | None) -> None:
+        """Report loads in the guard bands around t's elements (t made by guarded_input: its storage is the band)."""
+        if t is not None and t.numel():
+            self.watched.append((name, t))
+
+    def _bands(self) -> list:
+        """(name, (low, high), (low, high)): the byte ranges before and after the elements of each watched tensor
+        and allocation; rebuilt only when one was added."""
+        key = (len(self.watched), len(self.buffers))
+        if getattr(self, "_bands_key", None) != key:
+            bands = []
+            for name, t in self.watched:
+                start = t.data_ptr()
+                end = start + t.element_size() * (1 + sum((n - 1) * st for n, st in zip(t.shape, t.stride())))
+                base = t.untyped_storage().data_ptr()
+                bands.append((name, (base, start), (end, base + t.untyped_storage().nbytes())))
+            for buf, start, n, shape, dtype in self.buffers:
+                base, size = buf.data_ptr(), buf.element_size()
+                bands.append((f"the {tuple(shape)} buffer your code allocated",
+                              (base, base + start * size), (base + (start + n) * size, base + buf.numel() * size)))
+            self._bands_key, self._bands_list = key, bands
+        return self._bands_list
+
+    def check_load(self, addresses) -> None:
+        """addresses: the byte addresses one load reads (its unmasked lanes). Records the first read of a band."""
+        if self.oob_reads or addresses.size == 0:
+            return
+        lo, hi = int(addresses.min()), int(addresses.max())
+        for name, (b0, b1), (a0, a1) in self._bands():
+            if hi < b0 or lo >= a1 or (lo >= b1 and hi < a0):   # all inside the elements, or elsewhere
+                continue
+            if ((addresses >= b0) & (addresses < b1)).any():
+                where = "before the first element"
+            elif ((addresses >= a0) & (addresses < a1)).any():
+                where = "past the last element"
+            else:
+                continue
+            self.oob_reads.append(
+                f"read out of bounds: a tl.load reached {where} of {name} (rows past M or columns past N loaded "
+                "without their mask; here the interpreter read a guard band, a GPU reads whatever lies there or "
+                "faults with an illegal address): mask every load as you mask the stores")
+            return
 
     def oob_report(self) -> str | None:
         for buf, start, n, shape, dtype in self.buffers:
@@ -150,6 +197,14 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN):
             return orig(*a, **k)
         patch(owner, name, wrapper)
 
+    def checking_loads(load):
+        # Triton's interpreter: pointers are host addresses; lanes whose mask is off are not read
+        @functools.wraps(load)
+        def wrapper(self, ptrs, mask, *a, **k):
+            spy.check_load(ptrs.data[mask.data.astype(bool)] if mask is not None else ptrs.data.ravel())
+            return load(self, ptrs, mask, *a, **k)
+        return wrapper
+
     def counting_cuda(call):
         @functools.wraps(call)
         def wrapper(self, *a, **k):
@@ -167,6 +222,10 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN):
             # Interpreted launches all end in GridExecutor.__call__ (Triton 3.0-3.5 have no
             # InterpretedFunction.run: `kernel[grid]` returns the GridExecutor itself)
             patch(grid_executor, "__call__", counting(grid_executor.__call__))
+            from triton.runtime import interpreter
+            builder = getattr(interpreter, "InterpreterBuilder", None)   # every interpreted tl.load ends here
+            if builder is not None and hasattr(builder, "create_masked_load"):
+                patch(builder, "create_masked_load", checking_loads(builder.create_masked_load))
         from helpers.cudac import CudaKernel
         patch(CudaKernel, "__call__", counting_cuda(CudaKernel.__call__))
         for name in forbidden:
@@ -210,15 +269,19 @@ def run_guarded(fn, *args, **kwargs):
     """Call a student's launcher for a visible check the way the hidden cases do: tensor arguments copied into
     NaN-guarded buffers, and what it allocates with torch.empty surrounded by guard bands. A store past the end
     of an output then lands in the guard band and is reported here, instead of overwriting other memory: Triton's
-    CPU interpreter writes wherever an unmasked store points, which can crash the Python process. Returns what
-    fn returns; prints what went wrong out of bounds, if anything did.
+    CPU interpreter writes wherever an unmasked store points, which can crash the Python process. In the
+    interpreter, a load that reaches the guard band of an argument is reported too. Returns what fn returns;
+    prints what went wrong out of bounds, if anything did.
     """
     guarded = [guarded_input(a) if isinstance(a, torch.Tensor) and a.is_contiguous() else a for a in args]
     with student_call(forbidden=()) as spy:
+        for i, (a, g) in enumerate(zip(args, guarded)):
+            if g is not a:
+                spy.watch(f"argument {i}", g)
         out = fn(*guarded, **kwargs)
         if torch.cuda.is_available():
             torch.cuda.synchronize()
-    report = spy.oob_report()
+    report = spy.oob_report() or (spy.oob_reads[0] if spy.oob_reads else None)
     if report:
         print(f"{getattr(fn, '__name__', 'the launcher')} {report}")
     return out

@@ -124,6 +124,8 @@ def judge_run(ex: Exercise, s: Spec, fn, op: Op, ns: dict | None = None) -> tupl
     b = None if b0 is None else guarded_input(b0, shift=int(s.misalign == "weight"))
     x_before = x.clone()
     with student_call() as spy:
+        for name, t in (("x", x), ("weight", w), ("bias", b)):
+            spy.watch(name, t)
         out = op.call(fn, x, w, b, s.eps, s.kwargs)
         _sync()
     if spy.forbidden:
@@ -162,7 +164,7 @@ def judge_run(ex: Exercise, s: Spec, fn, op: Op, ns: dict | None = None) -> tupl
         got = "None" if out is None else type(out).__name__ + (f" of {len(out)}" if isinstance(out, tuple) else "")
         want = op.outputs[0] if n_out == 1 else f"a tuple ({', '.join(op.outputs)})"
         return False, f"must return {want}, got {got}"
-    oob = spy.oob_report()
+    oob = spy.oob_report() or (spy.oob_reads[0] if spy.oob_reads else None)
     if oob:
         return False, oob
     if not torch.equal(x, x_before):

@@ -238,3 +238,35 @@ def test_the_table_wraps_long_case_names_and_messages_instead_of_cutting_them():
     assert " ".join(line[:44].strip() for line in lines).strip() == name
     assert "".join(line[58:] for line in lines) == message.rstrip()
     assert lines[0][45:56] == "  2  FAIL  "
+
+
+def test_loads_reaching_a_guard_band_are_reported_in_the_interpreter():
+    """A load without its mask (rows past M, columns past N) reads the guard band around x; the stores may be
+    masked, so only the load gives it away. In the interpreter the harness checks every load's unmasked lanes."""
+    import torch
+    triton = pytest.importorskip("triton")
+    import triton.language as tl
+    from autograder.harness import guarded_input, student_call
+    if torch.cuda.is_available():
+        pytest.skip("the load check is the interpreter's (a GPU has none)")
+
+    @triton.jit
+    def copy16(X, Y, N, START, MASKED: tl.constexpr):
+        cols = START + tl.arange(0, 16)
+        if MASKED:
+            x = tl.load(X + cols, mask=(cols >= 0) & (cols < N), other=0.0)
+        else:
+            x = tl.load(X + cols)
+        tl.store(Y + tl.arange(0, 16), x)
+
+    x = guarded_input(torch.arange(10.0))
+    y = torch.zeros(16)
+    reports = []
+    for start, masked in ((0, True), (-3, True), (0, False), (-3, False)):
+        with student_call() as spy:
+            spy.watch("x", x)
+            copy16[(1,)](x, y, 10, start, MASKED=masked)
+        reports.append(spy.oob_reads)
+    assert reports[0] == [] and reports[1] == []
+    assert len(reports[2]) == 1 and "a tl.load reached past the last element of x" in reports[2][0]
+    assert "before the first element of x" in reports[3][0] and "mask every load" in reports[3][0]
