@@ -164,9 +164,12 @@ def judge_run(ex: Exercise, s: Spec, fn, op: Op, ns: dict | None = None) -> tupl
         got = "None" if out is None else type(out).__name__ + (f" of {len(out)}" if isinstance(out, tuple) else "")
         want = op.outputs[0] if n_out == 1 else f"a tuple ({', '.join(op.outputs)})"
         return False, f"must return {want}, got {got}"
-    oob = spy.oob_report() or (spy.oob_reads[0] if spy.oob_reads else None)
+    oob = spy.oob_report()
     if oob:
         return False, oob
+    # A load out of bounds whose values reach the outputs shows in the numbers, where the case's own message and
+    # hint say more (a wrong stride, say); it is named alone when the numbers are right (a masked store dropped it).
+    read = spy.oob_reads[0] if spy.oob_reads else None
     if not torch.equal(x, x_before):
         return False, f"modified its input x: write only into {', '.join(op.outputs)}"
     refs = op.ref(x0, w0, b0, s.eps)
@@ -182,8 +185,11 @@ def judge_run(ex: Exercise, s: Spec, fn, op: Op, ns: dict | None = None) -> tupl
                 wrong = [rs.message for _, rs in stats if not rs]
                 msg += (" | also " + " | ".join(wrong) if wrong else
                         f" ({' and '.join(n for n, _ in stats)} right: the error is in how y is formed from them)")
-            return False, msg + (f". {s.hint}" if s.hint and _hint_applies(ex, s, fn, op, ns) else "")
+            msg += f". {s.hint}" if s.hint and _hint_applies(ex, s, fn, op, ns) else ""
+            return False, msg + (f" | also {read.split(' (')[0]}" if read else "")
         errs.append(f"{name} {r.max_abs_err:.1e}")
+    if read:
+        return False, read
     return True, "ok (max abs err " + ", ".join(errs) + ")"
 
 
