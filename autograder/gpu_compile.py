@@ -94,23 +94,28 @@ def describe_launch(fn, arg_names, args, kwargs) -> dict:
 
 
 @contextlib.contextmanager
-def recording_launches():
+def recording_launches(record=None):
     """Inside, a Triton launch, interpreted (GridExecutor.__call__, Triton 3.0-3.9) or compiled
-    (JITFunction.run), is recorded and not run; yields the list of distinct launches. Outputs stay unwritten."""
+    (JITFunction.run), is recorded and not run; yields the list of distinct launches. Outputs stay unwritten.
+    With `record(fn, arg_names, grid, args, kwargs) -> dict`, every launch is kept as it says, in order."""
     from triton.runtime.interpreter import GridExecutor
     from triton.runtime.jit import JITFunction
 
     launches: list[dict] = []
 
-    def keep(launch):
+    def keep(fn, arg_names, grid, args, kwargs):
+        if record is not None:
+            launches.append(record(fn, arg_names, grid, args, kwargs))
+            return
+        launch = describe_launch(fn, arg_names, args, kwargs)
         if launch not in launches:
             launches.append(launch)
 
     def interpreted(self, *args, **kwargs):
-        keep(describe_launch(self.fn, self.arg_names, args, kwargs))   # self.fn keeps the annotations
+        keep(self.fn, self.arg_names, self.grid, args, kwargs)   # self.fn keeps the annotations
 
     def compiled(self, *args, grid, warmup, **kwargs):
-        keep(describe_launch(self.fn, self.arg_names, args, kwargs))
+        keep(self.fn, self.arg_names, grid, args, kwargs)
 
     saved = (GridExecutor.__call__, JITFunction.run)
     GridExecutor.__call__, JITFunction.run = interpreted, compiled
@@ -247,15 +252,16 @@ def compile_for(fn, types: dict, constexprs: dict, capability: int, aligned=None
 
 
 def jit_source(text: str, label: str = "kernels") -> dict:
-    """{name: JITFunction} of a module text, compiled by Triton itself (call it where TRITON_INTERPRET is unset
-    and `helpers` was not imported). Written to a real file: @triton.jit reads the source through inspect."""
+    """{name: JITFunction} of a module text, compiled by Triton itself where TRITON_INTERPRET is unset and
+    `helpers` was not imported (an InterpretedFunction each where it is set: autograder/loadcheck.py). Written
+    to a real file: @triton.jit reads the source through inspect."""
     import triton  # noqa: F401  (the module imports it)
 
     with tempfile.NamedTemporaryFile("w", suffix=f"_{label}.py", delete=False) as f:
         f.write(text)
     scope: dict = {"__name__": f"_{label}"}
     exec(compile(text, f.name, "exec"), scope)
-    return {name: fn for name, fn in scope.items() if type(fn).__name__ == "JITFunction"}
+    return {name: fn for name, fn in scope.items() if type(fn).__name__ in ("JITFunction", "InterpretedFunction")}
 
 
 def explain(e: BaseException, text: str, kernel: str) -> str:

@@ -24,6 +24,13 @@ GUARD = 1 << 16  # elements of guard band on each side of an allocation (>= the 
 FORBIDDEN = ("rms_norm", "layer_norm", "group_norm", "batch_norm", "instance_norm", "softmax")
 
 
+def read_out_of_bounds(what: str) -> str:
+    """The message for a load outside its tensor; what: "a tl.load reached past the last element of x"."""
+    return (f"read out of bounds: {what} (rows past M or columns past N loaded without their mask; the interpreter "
+            "checks every load, a GPU reads whatever lies there or faults with an illegal address): mask every load "
+            "as you mask the stores")
+
+
 class Spy:
     def __init__(self):
         self.launches: dict[str, int] = {}
@@ -71,10 +78,7 @@ class Spy:
                 where = "past the last element"
             else:
                 continue
-            self.oob_reads.append(
-                f"read out of bounds: a tl.load reached {where} of {name} (rows past M or columns past N loaded "
-                "without their mask; here the interpreter read a guard band, a GPU reads whatever lies there or "
-                "faults with an illegal address): mask every load as you mask the stores")
+            self.oob_reads.append(read_out_of_bounds(f"a tl.load reached {where} of {name}"))
             return
 
     def oob_report(self) -> str | None:

@@ -305,6 +305,68 @@ def judge_gpu_compile(ex: Exercise, ns: dict, op: Op) -> tuple[bool, str]:
     return True, f"ok: {len(mine)} launches of {', '.join(launched)} compile for sm_80"
 
 
+# The "loads stay inside the tensors" case: rows past M (5 rows: a tile of 2, 4 or 8 rows ends past them), a row
+# of one element, a short row that is not a power of two, a row longer than a 16 KB chunk in bf16 and fp32.
+READ_ROWS = (1, 1000, 5000)
+READ_POINTS = 2
+
+
+def judge_reads(ex: Exercise, ns: dict, op: Op) -> tuple[bool, str]:
+    """No load (or store) of the launcher's kernels leaves the tensors they were given, on 5 rows of each length
+    in READ_ROWS, bf16 and fp32, with weight (and bias). In the interpreter every load of this
+    process is checked (harness.Spy); compiled on a GPU the launches are recorded and replayed in the interpreter
+    in another process (autograder/loadcheck.py). The numbers are judged by the other cases."""
+    from . import loadcheck
+    from .harness import read_out_of_bounds
+
+    fn = ns[ex.functions[0]]
+    calls = []
+    for n in READ_ROWS:
+        for dtype in (torch.bfloat16, torch.float32):
+            calls.append(Spec(name="reads", shape=(5, n), dtype=dtype, seed=80 + len(calls)))
+    launched: list[str] = []
+
+    def call_each(watch_into=None):
+        for s in calls:
+            x0, w0, b0 = make_inputs(s, op)
+            x, w, b = (None if t is None else guarded_input(t) for t in (x0, w0, b0))
+            if watch_into is not None:
+                for name, t in (("x", x), ("weight", w), ("bias", b)):
+                    watch_into.watch(name, t)
+            try:
+                op.call(fn, x, w, b, s.eps, s.kwargs)
+            except ValueError:   # a launcher that refuses a length (a tile kernel for long rows)
+                pass
+
+    if on_gpu():
+        with loadcheck.recording_launches() as launches:
+            call_each()
+        launched = list(dict.fromkeys(launch["kernel"] for launch in launches))
+        problem = None
+    else:
+        with student_call() as spy:
+            call_each(spy)
+        launched = list(spy.launches)
+        problem = spy.oob_report() or (spy.oob_reads[0] if spy.oob_reads else None)
+    mine = [k for k in launched if k in ns]
+    if not mine:
+        return False, f"no Triton kernel was launched: {ex.functions[0]} must launch {' or '.join(ex.kernels[:3])}"
+    stubs = [k for k in mine if holds_stub(source_of(ns[k]))]
+    if stubs:
+        return False, f"{', '.join(stubs)} still holds its TODO"
+    if on_gpu():
+        from .gpu_compile import module_text
+        found = loadcheck.replay_elsewhere(module_text(ns, mine), launches)
+        if found:
+            verb, what = found
+            problem = (read_out_of_bounds(what) if verb == "tl.load" else
+                       f"out-of-bounds write: {what} (replayed in the interpreter): mask every store")
+    if problem:
+        return False, problem
+    lengths = ", ".join(map(str, READ_ROWS))
+    return True, f"ok: every load of {', '.join(mine)} stays inside its tensors (rows of {lengths})"
+
+
 RACECHECK_POINTS = 2
 
 
@@ -341,7 +403,8 @@ def exercise(lesson: str, op: Op, id: str, title: str, functions: tuple, kernels
     case compiles that string with nvcc (runs without a GPU), and the Spec cases need CUDA to run.
     With `racecheck` (shapes of x) a second case replays the launches for those rows under compute-sanitizer's
     racecheck (kernels that share memory between warps). Otherwise it is a Triton one: a first case compiles the kernels its launcher launches for a GPU (they may
-    have run only in the interpreter), and a case whose call launched a kernel that does not compile fails.
+    have run only in the interpreter), and a case whose call launched a kernel that does not compile fails; a
+    second case checks that no load leaves the tensors (right numbers do not show a read past the last row).
     """
     ex = Exercise(id=id, lesson=lesson, title=title, functions=functions, kernels=kernels, given=given)
     entry = functions[0]
@@ -364,4 +427,6 @@ def exercise(lesson: str, op: Op, id: str, title: str, functions: tuple, kernels
         ex.cases.insert(0, Case("compiles for a GPU (sm_80)",
                                 lambda ns: judge_gpu_compile(ex, ns, op), points=TRITON_COMPILE_POINTS,
                                 needs="triton-compile"))
+        ex.cases.insert(1, Case("loads stay inside the tensors (rows past M, columns past N)",
+                                lambda ns: judge_reads(ex, ns, op), points=READ_POINTS))
     return register(ex)

@@ -50,7 +50,7 @@ MUTANTS = [
       ("    tl.store(RSTD + rows, rstd, mask=row_mask)\n", "    tl.store(RSTD + rows, rstd)\n")], "mask"),
     ("rmsnorm_fwd_rows", "loads without the row mask (the stores keep it): rows past M are read",
      [('    x = tl.load(x_ptrs, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)\n', '    x = tl.load(x_ptrs, mask=col_mask[None, :], other=0.0, eviction_policy="evict_last").to(tl.float32)\n'),
-      ('    x = tl.load(x_ptrs, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)\n', '    x = tl.load(x_ptrs, mask=col_mask[None, :], other=0.0, eviction_policy="evict_first").to(tl.float32)\n')], "read out of bounds", "interpreter"),
+      ('    x = tl.load(x_ptrs, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)\n', '    x = tl.load(x_ptrs, mask=col_mask[None, :], other=0.0, eviction_policy="evict_first").to(tl.float32)\n')], "read out of bounds"),
     ("rmsnorm_fwd_rows", "reduces over the wrong axis",
      [("rstd = tl.rsqrt(tl.sum(x * x, axis=1) / N + eps)", "rstd = tl.rsqrt(tl.sum(x * x, axis=0) / N + eps)")], ""),
     ("rmsnorm_fwd_rows", "validates rows_per_program, then launches one row per program",

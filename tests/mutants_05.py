@@ -11,7 +11,7 @@ MUTANTS = [
     # --- layernorm_fwd: a tile of rows in registers
     ("layernorm_fwd", "loads without the row mask (the stores keep it): rows past M are read",
      [('    x = tl.load(x_ptrs, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)\n', '    x = tl.load(x_ptrs, mask=col_mask[None, :], other=0.0, eviction_policy="evict_last").to(tl.float32)\n'),
-      ('    x = tl.load(x_ptrs, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)\n', '    x = tl.load(x_ptrs, mask=col_mask[None, :], other=0.0, eviction_policy="evict_first").to(tl.float32)\n')], "read out of bounds", "interpreter"),
+      ('    x = tl.load(x_ptrs, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)\n', '    x = tl.load(x_ptrs, mask=col_mask[None, :], other=0.0, eviction_policy="evict_first").to(tl.float32)\n')], "read out of bounds"),
     ("layernorm_fwd", "mean over BLOCK_N instead of N",
      [("mean = tl.sum(x, axis=1) / N", "mean = tl.sum(x, axis=1) / BLOCK_N")], "mean"),
     ("layernorm_fwd", "masked lanes included in the variance",

@@ -45,8 +45,6 @@ def test_stubs_zero_on_gpu(lesson):
 @pytest.mark.parametrize("lesson,exercise,name,edits,expect,needs", GPU_MUTANTS,
                          ids=[_id(m) for m in GPU_MUTANTS])
 def test_mutants_rejected_on_gpu(tmp_path, lesson, exercise, name, edits, expect, needs):
-    if needs == "interpreter":
-        pytest.skip("caught only by the CPU interpreter's check of every load (tests/test_mutants.py)")
     if needs in ("cuda", "nvcc"):  # CUDA C: through the CLI, so a kernel fault stays in its own process
         report, out = run_cli(write_variant(tmp_path, edits, src=ROOT / "solutions" / f"{lesson}.ipynb"),
                               "--exercise", exercise)

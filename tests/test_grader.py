@@ -270,3 +270,37 @@ def test_loads_reaching_a_guard_band_are_reported_in_the_interpreter():
     assert reports[0] == [] and reports[1] == []
     assert len(reports[2]) == 1 and "a tl.load reached past the last element of x" in reports[2][0]
     assert "before the first element of x" in reports[3][0] and "mask every load" in reports[3][0]
+
+
+def test_launches_replayed_in_the_interpreter_stop_at_the_first_access_outside_the_tensors():
+    """autograder/loadcheck.py, the GPU's way to the same check: launches recorded (not run), replayed in another
+    process where each tensor argument has exactly its view's bytes; the first load or store outside them is said."""
+    import torch
+    triton = pytest.importorskip("triton")
+    import triton.language as tl
+    from autograder import loadcheck
+    from autograder.gpu_compile import module_text
+
+    @triton.jit
+    def copy16(X, Y, N, START, MASKED: tl.constexpr, STORE_ALL: tl.constexpr):
+        cols = START + tl.arange(0, 16)
+        if MASKED:
+            x = tl.load(X + cols, mask=(cols >= 0) & (cols < N), other=0.0)
+        else:
+            x = tl.load(X + cols)
+        if STORE_ALL:
+            tl.store(Y + tl.arange(0, 16), x)
+        else:
+            tl.store(Y + tl.arange(0, 16), x, mask=tl.arange(0, 16) < N)
+
+    x, y = torch.arange(40.0)[10:20], torch.zeros(10)    # x: a view of 10 elements inside a larger storage
+    verdicts = []
+    for start, masked, store_all in ((0, True, False), (0, False, False), (-3, False, False), (0, True, True)):
+        with loadcheck.recording_launches() as launches:
+            copy16[(1,)](x, y, 10, start, MASKED=masked, STORE_ALL=store_all)
+        assert len(launches) == 1 and launches[0]["grid"] == (1,) and torch.equal(y, torch.zeros(10))  # not run
+        verdicts.append(loadcheck.replay_elsewhere(module_text({"copy16": copy16}, ["copy16"]), launches))
+    assert verdicts[0] is None
+    assert verdicts[1] == ("tl.load", "a tl.load in copy16 reached past the last element of X")
+    assert verdicts[2] == ("tl.load", "a tl.load in copy16 reached before the first element of X")
+    assert verdicts[3] == ("tl.store", "a tl.store in copy16 reached past the last element of Y")

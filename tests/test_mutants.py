@@ -4,15 +4,12 @@ Mutants live per lesson in tests/mutants_NN.py: LESSON (the solution notebook's 
 a list of (exercise id, name, [(old, new), ...], substring expected in a failing case's message[, needs]).
 `needs` (default: the module's NEEDS, else None) is "cuda" for a mutant that only running the CUDA C
 kernel can catch: on a machine that cannot run it the test is skipped (`make test-gpu` runs it), never passed.
-"interpreter" marks one that only Triton's CPU interpreter catches (a load into a guard band: on a GPU the read
-returns garbage that a masked store throws away), skipped where a GPU runs the kernels.
 """
 import importlib
 import re
 from pathlib import Path
 
 import pytest
-import torch
 
 from autograder import for_lesson, get, grade
 from autograder.notebook import load
@@ -74,6 +71,4 @@ def test_mutant_rejected(tmp_path, lesson, exercise, name, edits, expect, needs)
         pytest.skip(f"caught only by running the kernel: {can_run()} (make test-gpu runs it)")
     if needs == "nvcc" and not has_nvcc():
         pytest.skip("caught by compiling: needs nvcc")
-    if needs == "interpreter" and torch.cuda.is_available():
-        pytest.skip("caught by the interpreter's check of every load; compiled on a GPU the read goes unseen")
     assert_rejected(tmp_path, lesson, exercise, name, edits, expect)
