@@ -24,6 +24,13 @@ GUARD = 1 << 16  # elements of guard band on each side of an allocation (>= the 
 FORBIDDEN = ("rms_norm", "layer_norm", "group_norm", "batch_norm", "instance_norm", "softmax")
 
 
+def extent(t: torch.Tensor) -> int:
+    """Elements from a view's first element to its last, gaps between rows included (0 if it is empty)."""
+    if t.numel() == 0:
+        return 0
+    return 1 + sum((n - 1) * s for n, s in zip(t.shape, t.stride()))
+
+
 def read_out_of_bounds(what: str) -> str:
     """The message for a load outside its tensor; what: "a tl.load reached past the last element of x"."""
     return (f"read out of bounds: {what} (rows past M or columns past N loaded without their mask; the interpreter "
@@ -54,7 +61,7 @@ class Spy:
             bands = []
             for name, t in self.watched:
                 start = t.data_ptr()
-                end = start + t.element_size() * (1 + sum((n - 1) * st for n, st in zip(t.shape, t.stride())))
+                end = start + t.element_size() * extent(t)
                 base = t.untyped_storage().data_ptr()
                 bands.append((name, (base, start), (end, base + t.untyped_storage().nbytes())))
             for buf, start, n, shape, dtype in self.buffers:

@@ -27,17 +27,12 @@ ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT_S = 240
 
 
-def extent(t) -> int:
-    """Elements from a view's first element to its last, gaps between rows included (0 if it is empty)."""
-    if t.numel() == 0:
-        return 0
-    return 1 + sum((n - 1) * s for n, s in zip(t.shape, t.stride()))
-
-
 def _pack(a):
     """A launch argument as it can be saved: a tensor as the bytes its view spans (on the CPU), numbers as they
     are."""
     import torch
+
+    from .harness import extent
 
     if isinstance(a, torch.Tensor):
         flat = torch.as_strided(a, (extent(a),), (1,), a.storage_offset()).detach().cpu().clone()
@@ -101,8 +96,7 @@ def _where(addresses, spans) -> str | None:
         return None
     a = int(addresses[~inside][0])
     name, start, end = min(spans, key=lambda s: min(abs(a - s[1]), abs(a - (s[2] - 1))))
-    side = f"past the last element of {name}" if a >= end else f"before the first element of {name}"
-    return side
+    return f"past the last element of {name}" if a >= end else f"before the first element of {name}"
 
 
 def _index_any_numpy() -> None:

@@ -186,7 +186,7 @@ def judge_run(ex: Exercise, s: Spec, fn, op: Op, ns: dict | None = None) -> tupl
                 msg += (" | also " + " | ".join(wrong) if wrong else
                         f" ({' and '.join(n for n, _ in stats)} right: the error is in how y is formed from them)")
             msg += f". {s.hint}" if s.hint and _hint_applies(ex, s, fn, op, ns) else ""
-            return False, msg + (f" | also {read.split(' (')[0]}" if read else "")
+            return False, msg + (f" | also {read.partition(' (rows past M')[0]}" if read else "")
         errs.append(f"{name} {r.max_abs_err:.1e}")
     if read:
         return False, read
@@ -324,8 +324,6 @@ def judge_reads(ex: Exercise, ns: dict, op: Op) -> tuple[bool, str]:
     for n in READ_ROWS:
         for dtype in (torch.bfloat16, torch.float32):
             calls.append(Spec(name="reads", shape=(5, n), dtype=dtype, seed=80 + len(calls)))
-    launched: list[str] = []
-
     def call_each(watch_into=None):
         for s in calls:
             x0, w0, b0 = make_inputs(s, op)
