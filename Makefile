@@ -9,10 +9,10 @@ PY       ?= python3
 VENV     := .venv
 VPY      := $(VENV)/bin/python
 # On a machine without an NVIDIA GPU, pin the CPU stack: torch's CPU wheel (found locally where
-# the workplace keeps one), triton for its interpreter, NumPy < 2.4 for that interpreter.
+# the workplace keeps one) and triton for its interpreter.
 HAS_GPU  := $(shell nvidia-smi -L >/dev/null 2>&1 && echo 1)
 CPU_PINS ?= torch==2.13.0 triton==3.6.0
-EXTRAS   := $(if $(HAS_GPU),dev,cpu,dev),instructor
+EXTRAS   := dev,instructor
 # make test spreads the CPU tests over one worker per core, at most TEST_JOBS (pytest-xdist).
 TEST_JOBS ?= 4
 # test-gpu / bench run where the GPU is, with whatever Python has torch+triton there.
@@ -33,7 +33,7 @@ lab: setup
 	$(VENV)/bin/jupyter lab notebooks/
 
 test: setup
-	$(VPY) -m pytest -q -n auto --maxprocesses $(TEST_JOBS)
+	$(VPY) -m pytest -q -n auto --maxprocesses $(TEST_JOBS) --durations=10
 
 test-gpu:
 	$(RUNPY) tools/run_gpu_tests.py

@@ -13,12 +13,12 @@ import shutil
 
 from nbgrader.converters import GenerateAssignment
 
-from autograder.stubs import STUB, with_c_stubs   # the course package; `make notebooks` uses the same stubs
+from autograder.stubs import STUB, with_course_stubs   # the course package; `make notebooks` uses the same stubs
 
 c = get_config()  # noqa: F821 (provided by nbgrader)
 c.ClearSolutions.code_stub = {"python": STUB}
 # CUDA C strings (lesson 03) get the stub as a C comment, as in notebooks/
-c.GenerateAssignment.preprocessors = with_c_stubs(GenerateAssignment.class_traits()["preprocessors"].default())
+c.GenerateAssignment.preprocessors = with_course_stubs(GenerateAssignment.class_traits()["preprocessors"].default())
 c.ExecutePreprocessor.timeout = 600
 c.Execute.timeout = 600
 c.Execute.interrupt_on_timeout = True

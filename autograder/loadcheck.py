@@ -99,34 +99,16 @@ def _where(addresses, spans) -> str | None:
     return f"past the last element of {name}" if a >= end else f"before the first element of {name}"
 
 
-def _index_any_numpy() -> None:
-    """Triton 3.x's interpreter turns a scalar into an index with int() of a one-element array, which NumPy 2.4
-    refuses ("only 0-dimensional arrays can be converted"): `for off in range(0, N, BLOCK_N)` then fails. The CPU
-    pins keep NumPy below 2.4; a GPU machine's NumPy is its own, so here the index is taken with .item()."""
-    from triton.runtime import interpreter
-
-    patch_tensor = getattr(interpreter, "_patch_lang_tensor", None)
-    if patch_tensor is None:
-        return
-
-    def patched(tensor, scope):
-        patch_tensor(tensor, scope)
-        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.reshape(-1)[0]))
-
-    interpreter._patch_lang_tensor = patched
-
-
 def replay(job_path: str, out_path: str) -> None:
     """The other process: the kernels interpreted, each tensor argument in a buffer of exactly its span, every
     load and store checked before it is made."""
     import torch
 
-    import helpers  # noqa: F401  (the interpreter's set-up, as in grading on a CPU)
+    import helpers  # noqa: F401  (the interpreter's set-up, as in grading on a CPU: bf16 rounding, NumPy 2.4 loops)
     from triton.runtime.interpreter import InterpreterBuilder
 
     from autograder.gpu_compile import jit_source
 
-    _index_any_numpy()
     job = torch.load(job_path, weights_only=False)
     kernels = jit_source(job["text"], "replay")
     state = {"spans": [], "kernel": ""}

@@ -98,6 +98,18 @@ def skip_reason(case, gpu: bool) -> str | None:
     return None
 
 
+def _frames(e: BaseException) -> list:
+    """The frames of e's traceback, outermost first, followed by those of the errors it was raised from (deeper):
+    Triton's interpreter re-raises a kernel's error as InterpreterError at the launch, the kernel's line is in the
+    cause's traceback."""
+    chain, seen = [], set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        chain.append(e)
+        e = e.__cause__ or (None if e.__suppress_context__ else e.__context__)
+    return [fr for err in chain for fr in traceback.extract_tb(err.__traceback__)]
+
+
 def run_case(case, ns: dict) -> tuple[bool, str]:
     """One case, never raising: an exception in student code is a failed case with its message."""
     sink = io.StringIO()
@@ -106,8 +118,7 @@ def run_case(case, ns: dict) -> tuple[bool, str]:
             ok, msg = case.run(ns)
         return bool(ok), msg
     except Exception as e:  # student code raised: report it where it happened
-        tb = traceback.extract_tb(e.__traceback__)
-        where = next((f" (in {fr.name}, line {fr.lineno})" for fr in reversed(tb)
+        where = next((f" (in {fr.name}, line {fr.lineno})" for fr in reversed(_frames(e))
                       if not fr.filename.endswith(".py") or "<" in fr.filename), "")
         hint = next((h for pattern, h in ERROR_HINTS if pattern in str(e)), "")
         return False, f"raised {_short_error(e)}{where}{hint}"

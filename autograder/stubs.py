@@ -3,10 +3,15 @@
 nbgrader's default stub `raise NotImplementedError()` does not compile inside a @triton.jit body; `pass`
 does, and `check()` recognises an untouched stub. Inside a CUDA C string (lesson 03) the Python stub would be
 C source, so `CStubs` turns it into the C comment `// YOUR CODE HERE` (`helpers.cudac.c_source` also accepts
-the Python form, for notebooks made without it). Needs nbgrader (the `dev` / `instructor` extras); the
+the Python form, for notebooks made without it). A find-the-bugs exercise starts from the given buggy code
+instead: `GivenStubs` puts the body of the function that the cell's metadata names
+(`"norm_kernels": {"stub_from": "<function>"}`) where the stub would be. Needs nbgrader (the `dev` / `instructor` extras); the
 grader itself never imports this module.
 """
 from __future__ import annotations
+
+import ast
+import textwrap
 
 from nbgrader.preprocessors import ClearSolutions, NbGraderPreprocessor
 
@@ -44,9 +49,50 @@ class CStubs(NbGraderPreprocessor):
         return cell, resources
 
 
-def with_c_stubs(preprocessors: list) -> list:
-    """A preprocessor list with CStubs inserted right after ClearSolutions (which must be in it)."""
+def function_body(source: str, name: str) -> str | None:
+    """The body of the top-level function `name` in a cell's source (its lines as written, dedented), or None."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            lines = source.split("\n")[node.body[0].lineno - 1:node.end_lineno]
+            return textwrap.dedent("\n".join(lines))
+    return None
+
+
+def given_stub(source: str, body: str) -> str:
+    """Replace the stub (`# YOUR CODE HERE` / `pass`) in a source with `body`, at the stub's indentation."""
+    lines = source.split("\n")
+    for i, line in enumerate(lines[:-1]):
+        if line.strip() == STUB.split("\n")[0] and lines[i + 1].strip() == "pass":
+            indent = line[:len(line) - len(line.lstrip())]
+            return "\n".join([*lines[:i], textwrap.indent(body, indent), *lines[i + 2:]])
+    raise ValueError("given_stub: the source holds no stub to replace")
+
+
+class GivenStubs(NbGraderPreprocessor):
+    """Runs after ClearSolutions: a solution cell whose metadata says `norm_kernels.stub_from: "<function>"` starts
+    with that function's body (defined in another cell of the notebook) in place of the empty stub, so a
+    find-and-fix-the-bugs exercise hands the student the buggy code to repair where it is graded."""
+
+    def preprocess(self, nb, resources):
+        for cell in nb.cells:
+            name = cell.metadata.get("norm_kernels", {}).get("stub_from")
+            if cell.cell_type != "code" or not name:
+                continue
+            bodies = [b for c in nb.cells if c.cell_type == "code" and c is not cell
+                      for b in [function_body(c.source, name)] if b is not None]
+            if len(bodies) != 1:
+                raise ValueError(f"stub_from: {name!r} must be defined in exactly one other cell, found {len(bodies)}")
+            cell.source = given_stub(cell.source, bodies[0])
+        return nb, resources
+
+
+def with_course_stubs(preprocessors: list) -> list:
+    """A preprocessor list with CStubs and GivenStubs inserted right after ClearSolutions (which must be in it)."""
     if ClearSolutions not in preprocessors:
-        raise ValueError("with_c_stubs: the list has no ClearSolutions to follow")
+        raise ValueError("with_course_stubs: the list has no ClearSolutions to follow")
     at = preprocessors.index(ClearSolutions) + 1
-    return [*preprocessors[:at], CStubs, *preprocessors[at:]]
+    return [*preprocessors[:at], CStubs, GivenStubs, *preprocessors[at:]]

@@ -49,12 +49,13 @@ def setup(quiet: bool = False) -> dict:
     }
     if interpret:
         interpreter_rounds_bf16_to_nearest()
+        interpreter_indexes_with_any_numpy()
     if interpret and not quiet:
         reason = "TRITON_INTERPRET=1 is set" if forced else "no CUDA GPU found"
         print(f"[helpers] {reason}: Triton kernels run in Triton's CPU interpreter "
               "(no speed; fp32 math gives the GPU's numbers). Benchmarks show recorded GPU results.")
     if not quiet:
-        for message in version_warnings(interpret=interpret):
+        for message in version_warnings():
             print(f"[helpers] {message}")
     _state.update(done=True, info=info)
     return dict(info)
@@ -81,25 +82,62 @@ def interpreter_rounds_bf16_to_nearest() -> bool:
     Triton without that function is left alone. Arithmetic on bf16 values themselves (x * x with no .to(tl.float32)
     first) stays wrong in the interpreter, which runs it on the raw 16-bit integers; the lessons do the math in fp32.
     """
-    try:
+    def wrap(original):
         import triton.language as tl
+        from triton.runtime import interpreter
+
+        rtne = getattr(getattr(getattr(interpreter, "_ir", None), "ROUNDING_MODE", None), "RTNE", None)
+
+        def convert(input, input_dtype, output_dtype, rounding_mode):
+            if input_dtype == tl.float32 and output_dtype == tl.bfloat16 and rounding_mode in (None, rtne):
+                return fp32_to_bf16_bits(input).reshape(input.shape)
+            return original(input, input_dtype, output_dtype, rounding_mode)
+        return convert
+
+    return _patch_interpreter("_convert_float", "rounds_bf16_to_nearest", wrap)
+
+
+def interpreter_indexes_with_any_numpy() -> bool:
+    """Let Triton's interpreter loop `for off in range(0, N, BLOCK)` with NumPy 2.4 or newer.
+
+    A scalar in the interpreter is a one-element array, and Triton 3.2-3.6 make it an index with `int(array)`,
+    which NumPy 2.4 refuses ("only 0-dimensional arrays can be converted to Python scalars"; older NumPy warns).
+    Triton 3.7 fixed it upstream; here the index is read as the array's one element whatever the version. The
+    patch wraps `_patch_lang_tensor`, which sets the attribute directly (3.2-3.5) or through a scope that undoes
+    it after the launch (3.6 on). Returns whether it is in place; a Triton without that function is left alone.
+    """
+    def wrap(original):
+        import numpy as np
+
+        def index(self):
+            return int(np.asarray(self.handle.data).reshape(-1)[0])
+
+        def patch_lang_tensor(tensor, *scope):
+            original(tensor, *scope)
+            if scope and hasattr(scope[0], "set_attr"):
+                scope[0].set_attr(tensor, "__index__", index)
+            else:
+                tensor.__index__ = index
+        return patch_lang_tensor
+
+    return _patch_interpreter("_patch_lang_tensor", "indexes_with_any_numpy", wrap)
+
+
+def _patch_interpreter(name: str, tag: str, wrap) -> bool:
+    """Replace `triton.runtime.interpreter.<name>` with `wrap(original)`, once (the replacement carries `tag` and
+    `.original`). False where Triton or that function is missing: such a Triton is left alone."""
+    try:
         from triton.runtime import interpreter
     except Exception:
         return False
-    original = getattr(interpreter, "_convert_float", None)
+    original = getattr(interpreter, name, None)
     if original is None:
         return False
-    if getattr(original, "rounds_bf16_to_nearest", False):
+    if getattr(original, "course_patch", None) == tag:
         return True
-    rtne = getattr(getattr(getattr(interpreter, "_ir", None), "ROUNDING_MODE", None), "RTNE", None)
-
-    def convert(input, input_dtype, output_dtype, rounding_mode):
-        if input_dtype == tl.float32 and output_dtype == tl.bfloat16 and rounding_mode in (None, rtne):
-            return fp32_to_bf16_bits(input).reshape(input.shape)
-        return original(input, input_dtype, output_dtype, rounding_mode)
-
-    convert.rounds_bf16_to_nearest = True
-    interpreter._convert_float = convert
+    patched = wrap(original)
+    patched.course_patch, patched.original = tag, original
+    setattr(interpreter, name, patched)
     return True
 
 
@@ -123,20 +161,16 @@ def major_minor(version: str) -> tuple[int, int] | None:
     return major, minor
 
 
-def version_warnings(triton: str | None = "installed", numpy: str | None = "installed",
-                     interpret: bool = True) -> list[str]:
-    """What the installed Triton and NumPy will break, one message each (read from the packages' metadata, so
-    Triton is not imported). Pass version strings to ask about others; None means not installed."""
+def version_warnings(triton: str | None = "installed") -> list[str]:
+    """What the installed Triton will break, one message each (read from the package's metadata, so Triton is not
+    imported). Pass a version string to ask about another; None means not installed. NumPy 2.4 and newer need no
+    warning: `interpreter_indexes_with_any_numpy` lets the interpreter's loops take them."""
     triton = installed_version("triton") if triton == "installed" else triton
-    numpy = installed_version("numpy") if numpy == "installed" else numpy
     out = []
     if triton is not None and (major_minor(triton) or MIN_TRITON) < MIN_TRITON:
         out.append(f"Triton {triton} is older than the course needs ({'.'.join(map(str, MIN_TRITON))} or newer: "
                    "the interpreter of 3.0 and 3.1 rejects tl.arange of a tl.constexpr, and 3.2 is the oldest "
                    "tested); upgrade with pip install 'triton>=3.2', or a torch that brings one (2.6 or newer)")
-    if interpret and numpy is not None and (major_minor(numpy) or (0, 0)) >= (2, 4):
-        out.append(f"NumPy {numpy} breaks loops in Triton 3.x's interpreter (`for off in range(0, N, BLOCK)`); "
-                   "install the course's CPU pins: pip install 'numpy<2.4'")
     return out
 
 

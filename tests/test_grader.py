@@ -7,7 +7,7 @@ import pytest
 from autograder import check, for_lesson, get, grade
 from autograder.notebook import load
 
-from conftest import ROOT, SOLUTION_04, STUDENT_04, run_cli, write_variant
+from conftest import ROOT, SOLUTION_04, STUDENT_04, repair_exercises, run_cli, write_variant
 
 LESSONS = sorted(p.stem for p in (SOLUTION_04.parent).glob("*.ipynb"))
 
@@ -61,9 +61,14 @@ def test_student_stubs_score_zero_and_say_not_implemented(lesson):
     report, _ = run_cli(STUDENT_04.parent / f"{lesson}.ipynb")
     nb = report["notebooks"][0]
     assert nb["earned"] == 0 and nb["possible"] > 0
+    repair = repair_exercises(lesson)
     for ex in nb["exercises"]:
         assert ex["status"] == "graded"  # graded, not crashed
-        assert all("not implemented yet" in c["message"] for c in ex["cases"] if not c["skipped"]), ex["id"]
+        ran = [c for c in ex["cases"] if not c["skipped"]]
+        if ex["id"] in repair:   # handed out as the buggy code: its own errors, every case failed
+            assert ran and not any(c["passed"] or "not implemented yet" in c["message"] for c in ran), ex["id"]
+        else:
+            assert all("not implemented yet" in c["message"] for c in ran), ex["id"]
 
 
 def test_check_returns_points_for_nbgrader_and_prints_the_table(capsys):
@@ -71,9 +76,12 @@ def test_check_returns_points_for_nbgrader_and_prints_the_table(capsys):
     assert not errors
     score = check("rmsnorm_fwd", ns)
     out = capsys.readouterr().out
-    assert float(score) == get("rmsnorm_fwd").points and score.fraction == 1.0
-    assert repr(score) == repr(float(get("rmsnorm_fwd").points))  # nbgrader parses text/plain
-    assert "PASS" in out and f"score: {get('rmsnorm_fwd').points}/{get('rmsnorm_fwd').points}" in out
+    points = get("rmsnorm_fwd").points
+    # Triton older than 3.3 cannot compile for a GPU on a CPU: that case is skipped, never counted as passed
+    skipped = sum(c["points"] for c in score.result["cases"] if c["skipped"])
+    assert float(score) == points - skipped and score.possible == points
+    assert repr(score) == repr(float(points - skipped))  # nbgrader parses text/plain
+    assert "PASS" in out and f"score: {points - skipped}/{points}" in out
 
 
 def test_check_reports_missing_functions(capsys):
@@ -103,7 +111,8 @@ def test_a_broken_exercise_loses_only_itself(tmp_path, kind, edit, status, messa
     assert broken["status"] == status and broken["earned"] == 0
     assert message in broken["cases"][2]["message"]
     for other in ("rmsnorm_fwd_rows", "rmsnorm_fwd_looped"):
-        assert by_id[other]["earned"] == by_id[other]["possible"], other
+        assert by_id[other]["earned"] + by_id[other]["skipped"] == by_id[other]["possible"], other
+        assert all(c["passed"] or c["skipped"] for c in by_id[other]["cases"]), other
 
 
 def test_out_of_bounds_write_is_caught(tmp_path):

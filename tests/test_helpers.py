@@ -331,16 +331,48 @@ def test_save_merges_rows_and_keeps_every_dtypes_copy(tmp_path):
 def test_version_warnings_name_what_breaks():
     from helpers.env import version_warnings
 
-    assert version_warnings(triton="3.6.0", numpy="2.3.5") == []
-    assert version_warnings(triton=None, numpy=None) == []                   # macOS: no Triton at all
-    old = version_warnings(triton="3.1.0", numpy="1.26.4")
+    assert version_warnings(triton="3.6.0") == []
+    assert version_warnings(triton=None) == []                   # macOS: no Triton at all
+    old = version_warnings(triton="3.1.0")
     assert len(old) == 1 and "Triton 3.1.0 is older" in old[0] and "triton>=3.2" in old[0]
-    assert version_warnings(triton="3.2.0", numpy="1.26.4") == []
-    new_numpy = version_warnings(triton="3.6.0", numpy="2.4.1")
-    assert len(new_numpy) == 1 and "numpy<2.4" in new_numpy[0]
-    assert version_warnings(triton="3.6.0", numpy="2.4.1", interpret=False) == []   # compiled kernels: NumPy is fine
-    assert version_warnings(triton="3.6.0+git1234", numpy="2.3.0rc1") == []
-    assert version_warnings(triton="weird", numpy="weird") == []
+    assert version_warnings(triton="3.2.0") == []
+    assert version_warnings(triton="3.6.0+git1234") == []
+    assert version_warnings(triton="weird") == []
+
+
+@pytest.mark.skipif(helpers.on_gpu(), reason="checks the CPU interpreter's loops")
+def test_interpreter_loops_over_a_scalar_bound_with_any_numpy():
+    """Triton 3.2-3.6 index with int() of a one-element array: NumPy 2.4 refuses it (TypeError) and older NumPy
+    warns (DeprecationWarning, an error here). With helpers' patch the loop runs silently under both."""
+    import warnings
+
+    import triton
+    import triton.language as tl
+    from helpers.env import interpreter_indexes_with_any_numpy
+    from triton.runtime import interpreter
+
+    @triton.jit
+    def _sum_in_chunks(X, Y, n, BLOCK: tl.constexpr):
+        acc = tl.zeros([BLOCK], dtype=tl.float32)
+        for off in range(0, n, BLOCK):
+            offs = off + tl.arange(0, BLOCK)
+            acc += tl.load(X + offs, mask=offs < n, other=0.0)
+        tl.store(Y, tl.sum(acc, axis=0))
+
+    x, y = torch.arange(37, dtype=torch.float32), torch.empty(1)
+    assert interpreter_indexes_with_any_numpy() and interpreter_indexes_with_any_numpy()   # in place, once
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        _sum_in_chunks[(1,)](x, y, 37, BLOCK=8)
+    assert y.item() == 666.0
+    patched = interpreter._patch_lang_tensor
+    interpreter._patch_lang_tensor = patched.original   # Triton's own: the same loop must fail without the patch
+    try:
+        with warnings.catch_warnings(), pytest.raises(Exception, match="0-dimensional|ndim > 0"):
+            warnings.simplefilter("error", DeprecationWarning)
+            _sum_in_chunks[(1,)](x, y, 37, BLOCK=8)
+    finally:
+        interpreter._patch_lang_tensor = patched
 
 
 def test_fp32_to_bf16_bits_round_to_nearest_even_like_torch():

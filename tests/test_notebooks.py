@@ -75,3 +75,31 @@ def test_visible_checks_print_verdicts(lesson, capsys):
     failed = [line for line in stub if "FAILED" in line]
     assert len(failed) == len(verdicts) and not any(": ok (" in line for line in stub), stub
     assert all("got None" in line for line in failed), failed
+
+
+def test_find_the_bugs_cells_start_from_the_given_buggy_code():
+    """A cell marked `stub_from` is handed out holding the named function's body (lesson 05's exercise 2), and the
+    stub machinery refuses what it cannot do rather than writing a wrong notebook."""
+    from autograder.stubs import STUB, function_body, given_stub
+
+    marked = 0
+    for path in (ROOT / "notebooks").glob("*.ipynb"):
+        cells = json.loads(path.read_text())["cells"]
+        sources = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+        for cell in cells:
+            name = cell.get("metadata", {}).get("norm_kernels", {}).get("stub_from")
+            if not name:
+                continue
+            marked += 1
+            source = "".join(cell["source"])
+            given = [b for s in sources if s != source for b in [function_body(s, name)] if b]
+            assert len(given) == 1, (path.name, name)
+            own = [n for n in source.split("\n") if n.startswith("def ")][0].split("(")[0][4:]
+            assert function_body(source, own) == given[0], (path.name, own)
+            assert "YOUR CODE HERE" not in source
+    assert marked == 1
+    assert given_stub(f"def f(x):\n    # idea\n    {STUB.replace(chr(10), chr(10) + '    ')}\n",
+                      "y = x\nreturn y") == "def f(x):\n    # idea\n    y = x\n    return y\n"
+    with pytest.raises(ValueError, match="no stub"):
+        given_stub("def f(x):\n    return x\n", "return 1")
+    assert function_body("def f(:\n", "f") is None and function_body("def g():\n    pass\n", "f") is None

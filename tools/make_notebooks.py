@@ -19,7 +19,7 @@ from traitlets.config import Config
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from autograder.stubs import STUB, with_c_stubs  # noqa: E402  (the stubs nbgrader_config.py uses too)
+from autograder.stubs import STUB, with_course_stubs  # noqa: E402  (the stubs nbgrader_config.py uses too)
 
 
 def student_copy(src: Path) -> str:
@@ -27,7 +27,7 @@ def student_copy(src: Path) -> str:
     cfg = Config()
     cfg.ClearSolutions.code_stub = {"python": STUB}
     resources = {}
-    for pp in with_c_stubs([LockCells, ClearSolutions, ClearOutput, ClearHiddenTests, ClearMarkScheme,
+    for pp in with_course_stubs([LockCells, ClearSolutions, ClearOutput, ClearHiddenTests, ClearMarkScheme,
                             CheckCellMetadata, ComputeChecksums]):
         nb, resources = pp(config=cfg).preprocess(nb, resources)
     for cell in nb.cells:
