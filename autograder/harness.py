@@ -93,9 +93,11 @@ class Spy:
             before = int((~is_poison(buf[:start])).sum())
             after = int((~is_poison(buf[start + n:])).sum())
             if before or after:
-                where = f"{after} elements past its end" if after else f"{before} elements before its start"
-                return (f"wrote out of bounds: {where} of a {tuple(shape)} {str(dtype).replace('torch.', '')} "
-                        "buffer your code allocated (a missing or wrong mask, or a wrong row stride?)")
+                count = after or before
+                where = "past the end" if after else "before the start"
+                return (f"wrote out of bounds: {count} element{'s' * (count != 1)} {where} of a {tuple(shape)} "
+                        f"{str(dtype).replace('torch.', '')} buffer your code allocated (a missing or wrong mask, "
+                        "or a wrong row stride?)")
         return None
 
 
