@@ -148,12 +148,37 @@ def _triton_launchers():
     return JITFunction, GridExecutor
 
 
+@functools.cache
+def aten_ops_named(names: tuple[str, ...]) -> tuple[str, ...]:
+    """The forward ops of torch.ops.aten whose name holds one of `names` (layer_norm: layer_norm and
+    native_layer_norm; batch_norm: native_batch_norm, _native_batch_norm_legit, ...)."""
+    ops = {n.split("::", 1)[1].split(".")[0] for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")}
+    return tuple(sorted(op for op in ops if "backward" not in op and any(name in op for name in names)))
+
+
+class _RecordedOp:
+    """Stands in for torch.ops.aten.<op> while student code runs: calling it, or one of its overloads
+    (`.default`), is recorded and then made."""
+
+    def __init__(self, op, label: str, record):
+        self._op, self._label, self._record = op, label, record
+
+    def __call__(self, *args, **kwargs):
+        self._record(self._label)
+        return self._op(*args, **kwargs)
+
+    def __getattr__(self, name):
+        attr = getattr(self._op, name)
+        return _RecordedOp(attr, self._label, self._record) if isinstance(attr, torch._ops.OpOverload) else attr
+
+
 @contextlib.contextmanager
 def student_call(forbidden: tuple[str, ...] = FORBIDDEN):
     """Context for running student code; yields a Spy with launches, forbidden calls, buffers.
 
     `forbidden` names functions whose use is recorded in `spy.forbidden`, wherever they are reached:
-    torch.nn.functional.<name>, torch.<name> and the tensor method Tensor.<name>.
+    torch.nn.functional.<name>, torch.<name>, the tensor method Tensor.<name>, and the ATen ops that hold the
+    name (torch.ops.aten.native_layer_norm and its overloads: the kernels behind F.layer_norm).
     """
     triton_launchers = _triton_launchers()
     spy = Spy()
@@ -246,6 +271,12 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN):
                                  (torch.special, "torch.special"), (torch.Tensor, "Tensor")):
                 if hasattr(owner, name):
                     forbid(owner, name, f"{label}.{name}")
+        for op in aten_ops_named(tuple(forbidden)):
+            try:
+                aten_op = getattr(torch.ops.aten, op)
+            except (AttributeError, RuntimeError):
+                continue
+            patch(torch.ops.aten, op, _RecordedOp(aten_op, f"torch.ops.aten.{op}", spy.forbidden.append))
         yield spy
     finally:
         for owner, name, orig in reversed(patched):

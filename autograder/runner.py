@@ -64,6 +64,8 @@ def untouched_stubs(ex: Exercise, ns: dict) -> list[str]:
 ERROR_HINTS = (
     ("must be Tensor, not tensor", ": a PyTorch function was called on a Triton tensor inside a @triton.jit kernel; "
      "use tl.sum, tl.sqrt, tl.where ... there"),
+    ("must match the size of tensor b", ": the shapes do not broadcast. A mean or var taken without keepdim=True "
+     "drops the reduced dims, so it no longer lines up with x: reduce with keepdim=True"),
     ("misaligned address", ": a float4 (16-byte) load or store at an address that is not a multiple of 16. Take the "
      "vector path only when every pointer it reads or writes is 16-byte aligned: aligned16(x, y, weight, bias). "
      "The fault breaks every later CUDA call of this process"),
@@ -165,7 +167,7 @@ def format_table(result: dict, width: int = 110) -> str:
         mark = "skip" if c["skipped"] else ("PASS" if c["passed"] else "FAIL")
         msg = c.get("message", "")
         names = textwrap.wrap(c["name"], 44) or [""]          # a long name wraps in its column, never cut
-        parts = [msg[i:i + room] for i in range(0, len(msg), room)] or [""]
+        parts = textwrap.wrap(msg, room, break_on_hyphens=False) or [""]   # at spaces; a long word is split
         for i, (name, part) in enumerate(itertools.zip_longest(names, parts, fillvalue="")):
             middle = f"{c['points']:>3}  {mark:<6}" if i == 0 else " " * 11
             lines.append(f"{name:<44} {middle}  {part}".rstrip())

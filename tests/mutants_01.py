@@ -57,7 +57,17 @@ MUTANTS = [
      [("    dims = [0] + list(range(2, x.ndim))              # S_i of BatchNorm",
        "    return F.batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps)\n"
        "    dims = [0] + list(range(2, x.ndim))              # S_i of BatchNorm")], "F.batch_norm"),
+    ("batch_norm", "affine step left out",
+     [(BN_Y + "    if bias is not None:\n        y = y + bias.to(xf.dtype).reshape(channel_shape(x))\n",
+       "    y = (xf - mean) * torch.rsqrt(var + eps)\n")], "without the affine step"),
+    ("batch_norm", "no eps",
+     [(BN_Y, BN_Y.replace("rsqrt(var + eps)", "rsqrt(var)"))], "no eps"),
+    ("batch_norm", "normalizes with the updated running stats in training",
+     [("    else:\n        mean = running_mean.to(xf.dtype)", "    if running_mean is not None:\n"
+       "        mean = running_mean.to(xf.dtype)")], "running statistics in training"),
     # --- batch_norm_module
+    ("batch_norm_module", "weight and bias not passed to batch_norm",
+     [("self.running_var, self.weight, self.bias,", "self.running_var, None, None,")], "without the affine step"),
     ("batch_norm_module", "momentum=None treated as no update",
      [("            if self.momentum is None:                # cumulative moving average\n"
        "                factor = 1.0 / float(self.num_batches_tracked)\n", "")], "cumulative moving average"),
@@ -98,7 +108,21 @@ MUTANTS = [
     ("layer_norm", "one-pass E[x^2] - E[x]^2 variance",
      [(LN_VAR, LN_DIMS + "    xf = x.to(compute_dtype(x))\n    mean = xf.mean(dim=dims, keepdim=True)\n"
        "    var = (xf * xf).mean(dim=dims, keepdim=True) - mean * mean\n")], "cancels catastrophically"),
+    ("layer_norm", "calls torch.ops.aten.native_layer_norm (the kernel behind F.layer_norm)",
+     [(LN_DIMS, "    return torch.ops.aten.native_layer_norm(x, list(shape), weight, bias, eps)[0]\n" + LN_DIMS)],
+     "called torch.ops.aten.native_layer_norm"),
+    ("layer_norm", "statistics without keepdim=True",
+     [(LN_VAR, LN_VAR.replace("keepdim=True, correction=0", "correction=0"))], "reduce with keepdim=True"),
+    ("layer_norm", "affine step left out",
+     [("    y = (xf - mean) * torch.rsqrt(var + eps)\n    if weight is not None:\n        y = y * weight.to(xf.dtype)\n"
+       "    if bias is not None:\n        y = y + bias.to(xf.dtype)\n", "    y = (xf - mean) * torch.rsqrt(var + eps)\n")],
+     "without the affine step"),
     # --- rms_norm
+    ("rms_norm", "calls torch.ops.aten.rms_norm.default",
+     [("    dims = tuple(range(x.ndim - len(shape), x.ndim))\n    xf = x.to(compute_dtype(x))\n",
+       "    return torch.ops.aten.rms_norm.default(x, list(shape), weight, eps)\n"
+       "    dims = tuple(range(x.ndim - len(shape), x.ndim))\n    xf = x.to(compute_dtype(x))\n")],
+     "called torch.ops.aten.rms_norm"),
     ("rms_norm", "eps=None read as finfo(x.dtype).eps",
      [("        eps = torch.finfo(xf.dtype).eps              # epsilon of the compute dtype, not of x.dtype\n",
        "        eps = torch.finfo(x.dtype).eps\n")], "finfo(bfloat16)"),
@@ -116,6 +140,11 @@ MUTANTS = [
      [("    dims = tuple(range(x.ndim - len(shape), x.ndim))\n    xf = x.to(compute_dtype(x))\n    if eps is None:",
        "    dims = (-1,)\n    xf = x.to(compute_dtype(x))\n    if eps is None:")], "last dim only"),
     # --- group_norm
+    ("group_norm", "affine step left out",
+     [("    y = ((xg - mean) * torch.rsqrt(var + eps)).reshape(x.shape)\n    if weight is not None:\n"
+       "        y = y * weight.to(xf.dtype).reshape(channel_shape(x))\n    if bias is not None:\n"
+       "        y = y + bias.to(xf.dtype).reshape(channel_shape(x))\n",
+       "    y = ((xg - mean) * torch.rsqrt(var + eps)).reshape(x.shape)\n")], "without the affine step"),
     ("group_norm", "no divisibility check",
      [("    if C % num_groups != 0:\n        raise ValueError(f\"num_channels ({C}) must be divisible by num_groups "
        "({num_groups})\")\n", "")], "no error"),
@@ -166,4 +195,12 @@ MUTANTS = [
     ("normalize", "instance kind also over the channels",
      [("        y = normalize(x, list(range(2, x.ndim)), eps)\n", "        y = normalize(x, list(range(1, x.ndim)), eps)\n")],
      "spatial dims"),
+    ("normalize", "normalize called twice (the right numbers)",
+     [("        y = normalize(x, list(range(2, x.ndim)), eps)\n",
+       "        y = normalize(x, list(range(2, x.ndim)), eps)\n        y = normalize(x, list(range(2, x.ndim)), eps)\n")],
+     "called normalize 2 times"),
+    ("group_norm", "instance_norm calls group_norm twice (the right numbers)",
+     [("    return group_norm(x, x.shape[1], weight, bias, eps)\n",
+       "    group_norm(x, x.shape[1], weight, bias, eps)\n    return group_norm(x, x.shape[1], weight, bias, eps)\n")],
+     "called group_norm 2 times"),
 ]

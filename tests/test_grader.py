@@ -245,7 +245,8 @@ def test_the_table_wraps_long_case_names_and_messages_instead_of_cutting_them():
         {"name": name, "points": 2, "skipped": False, "passed": False, "message": message}]})
     lines = table.splitlines()[2:-1]
     assert " ".join(line[:44].strip() for line in lines).strip() == name
-    assert "".join(line[58:] for line in lines) == message.rstrip()
+    assert " ".join(line[58:] for line in lines) == message.rstrip()   # wrapped at spaces, none lost
+    assert all(len(line) <= 110 for line in lines)
     assert lines[0][45:56] == "  2  FAIL  "
 
 

@@ -167,6 +167,16 @@ def _bias_dropped(y_hat, w, b):
     return (y_hat, "the output without the bias: weight=None does not mean bias=None; apply each on its own")
 
 
+def _step_alts(normalize, aff, w, root: str) -> list:
+    """(float64 output, hint) of two slips any norm can make: eps left out, and the affine step left out.
+    normalize(eps) is the output before the affine step; root says what eps is added to."""
+    alts = [(aff(normalize(0.0)), f"no eps: it belongs inside the square root, sqrt({root} + eps)")]
+    if w is not None:
+        alts.append((normalize(None), "the output without the affine step: after normalizing, multiply by weight "
+                                      "and add bias (each one when it is given)"))
+    return alts
+
+
 def _undo_affine(y, w, b, shape=None):
     """(y - b) / w in float64 (w is never near 0 in the cases), w and b reshaped to `shape` when given."""
     y = y.detach().to(F64)
@@ -293,8 +303,9 @@ def _bn_inputs(s: BN):
     return x, rm, rv, w, b
 
 
-def _bn_alts(x, rm, rv, w, b, training, eps):
-    """float64 outputs of the classic mistakes."""
+def _bn_alts(x, rm, rv, w, b, training, eps, updated=None):
+    """float64 outputs of the classic mistakes. rm, rv: the running statistics before the call; updated: (mean,
+    var) after it, for a training step that normalizes with them once updated."""
     xd = x.to(F64)
     dims = [0] + list(range(2, x.ndim))
     cs = (1, x.shape[1]) + (1,) * (x.ndim - 2)
@@ -325,6 +336,12 @@ def _bn_alts(x, rm, rv, w, b, training, eps):
         used = (rm.to(F64).reshape(cs), rv.to(F64).reshape(cs))
         alts.append((aff((xd - used[0]) / (torch.sqrt(used[1]) + eps)),
                      "eps added outside the square root: use (x - running_mean) / sqrt(running_var + eps)"))
+    if training and rm is not None:
+        for m_, v_ in [(rm, rv)] + ([updated] if updated is not None else []):
+            alts.append((aff((xd - m_.to(F64).reshape(cs)) / torch.sqrt(v_.to(F64).reshape(cs) + eps)),
+                         "normalizing with the running statistics in training: with training=True normalize with "
+                         "the batch's mean and biased variance; the running statistics are only updated"))
+    alts += _step_alts(lambda e: (xd - used[0]) / torch.sqrt(used[1] + (eps if e is None else e)), aff, w, "var")
     dropped = _bias_dropped((xd - used[0]) / torch.sqrt(used[1] + eps), w, b)
     return alts + ([dropped] if dropped else [])
 
@@ -366,7 +383,7 @@ def _bn_case(s: BN) -> Case:
             yd = F.batch_norm(xsd, rmd, rvd, wd, bd, s.training, s.momentum, s.eps)
             where = f" (step {step + 1} of {s.steps}, momentum={s.momentum})" if s.steps > 1 else ""
             alts = _bn_alts(xs, rm_prev_d if rm is not None else None, rv_prev_d if rv is not None else None,
-                            w0, b0, s.training, s.eps)
+                            w0, b0, s.training, s.eps, updated=None if rmd is None else (rmd, rvd))
             dims = [0] + list(range(2, xs.ndim))
             hint = None
             if s.training:
@@ -376,7 +393,7 @@ def _bn_case(s: BN) -> Case:
                 hint = ("bf16 inputs with a mean of ~50 (bf16 spacing 0.25 there): compute the statistics and the "
                         "normalization in float32 and round only y. (PyTorch's own CPU kernel, given bf16 running "
                         "stats, rounds the batch mean to bf16 and is off by up to 0.125 here)")
-            if hint is None and s.offset and s.dtype == F32:
+            if hint is None and s.offset and s.dtype == F32 and s.training:   # batch statistics are computed
                 hint = ("inputs with a large mean: E[x^2] - E[x]^2 cancels catastrophically in float32; subtract the "
                         "mean first (torch.var_mean / var(correction=0) do)")
             _judge(y, yd, s.dtype, "y" + where, alts=alts, extra_hint=hint, tol=s.tol)
@@ -578,7 +595,11 @@ def _bnm_case(s: BNM) -> Case:
             with student_call(forbidden=FORBIDDEN) as spy:
                 y = mod(x)
             _no_forbidden("batch_norm_module", spy)
+            stats = [None if t is None else t.detach().clone() for t in (ref.running_mean, ref.running_var)]
             yd = ref(xd)
+            alts = _bn_alts(x.detach(), *stats, None if ref.weight is None else ref.weight.detach(),
+                            None if ref.bias is None else ref.bias.detach(), mode == "t" or stats[0] is None, ref.eps,
+                            updated=None if stats[0] is None else (ref.running_mean, ref.running_var))
             hint = None
             if mode == "e" and ref.running_mean is not None:
                 yb = F.batch_norm(xd.detach(), None, None, None if ref.weight is None else ref.weight.detach(),
@@ -587,7 +608,9 @@ def _bnm_case(s: BNM) -> Case:
                     hint = ("In eval mode the module must normalize with its running statistics: pass "
                             "training=False to batch_norm (batch statistics only when self.training or when there "
                             "are no running stats)")
-            _judge(y, yd, s.dtype, f"y {where}", extra_hint=hint or _momentum_hint(s.kwargs))
+            # y depends on the running statistics (the momentum bookkeeping) only in eval
+            _judge(y, yd, s.dtype, f"y {where}", alts=() if hint else alts,   # the module's own hint first
+                   extra_hint=hint or (_momentum_hint(s.kwargs) if mode == "e" else None))
             _compare_state(mod, ref, s.dtype, where, s.kwargs)
         if s.grad:
             _backward_and_compare(y, yd, s.seed, [("x.grad", x, xd), ("weight.grad", mod.weight, ref.weight),
@@ -756,6 +779,7 @@ def _ln_alts(kind, x, w, b, k, eps):
             alts.append((aff((xd - m1) / torch.sqrt(v1 + eps)),
                          "statistics over the last dim only: normalized_shape has "
                          f"{k} dims, so reduce over the last {k} dims of x"))
+        alts += _step_alts(lambda e: (xd - mean) / torch.sqrt(vb + (eps if e is None else e)), aff, w, "var")
         dropped = _bias_dropped((xd - mean) / torch.sqrt(vb + eps), w, b)
         if dropped:
             alts.append(dropped)
@@ -774,6 +798,7 @@ def _ln_alts(kind, x, w, b, k, eps):
             alts.append((aff(xd / torch.sqrt(ms1 + eps)),
                          f"statistics over the last dim only: normalized_shape has {k} dims, so reduce over the last "
                          f"{k} dims of x"))
+        alts += _step_alts(lambda e: xd / torch.sqrt(ms + (eps if e is None else e)), aff, w, "mean(x^2)")
     return alts
 
 
@@ -945,6 +970,8 @@ def _gn_alts(x, G, w, b, eps):
         y = ((xg - mean) / torch.sqrt(vb + eps)).reshape(x.shape)
         alts.append((y * wg.reshape(cs) + bg.reshape(cs),
                      "a weight per group: GroupNorm's weight and bias are per channel, shape (C,)"))
+    alts += _step_alts(lambda e: ((xg - mean) / torch.sqrt(vb + (eps if e is None else e))).reshape(x.shape),
+                       aff, w, "var")
     dropped = _bias_dropped(((xg - mean) / torch.sqrt(vb + eps)).reshape(x.shape), w, b)
     return alts + ([dropped] if dropped else [])
 
@@ -983,8 +1010,9 @@ def _gn_case(s: GN) -> Case:
         if hint is None and s.offset:
             hint = "inputs with a large mean: compute in float32 (x.to(compute_dtype(x))), return y.to(x.dtype)"
         _judge(y, yd, s.dtype, "y", alts=_gn_alts(x0, G, w0, b0, s.eps), extra_hint=hint)
-        if inst and not calls:
-            raise Fail("instance_norm gave the right numbers but never called group_norm: write it as one call, "
+        if inst and len(calls) != 1:
+            said = "never called group_norm" if not calls else f"called group_norm {len(calls)} times"
+            raise Fail(f"instance_norm gave the right numbers but {said}: write it as one call, "
                        "group_norm(x, C, weight, bias, eps) (instance norm is group norm with one channel per group)")
         if s.grad:
             _backward_and_compare(y, yd, s.seed, [("x.grad", x, xd), ("weight.grad", w, wd), ("bias.grad", b, bd)])
@@ -1152,6 +1180,10 @@ def _via_case(s: VIA) -> Case:
         if not dims_seen:
             raise Fail(f"norm_via_normalize({s.kind!r}, ...) gave the right numbers but never called normalize: "
                        "express it as one call of normalize with the right dims")
+        if len(dims_seen) > 1:
+            raise Fail(f"norm_via_normalize({s.kind!r}, ...) called normalize {len(dims_seen)} times (dims "
+                       f"{', '.join(repr(d) for _, d in dims_seen)}): every norm of this lesson is ONE normalize "
+                       "over its reduce set S_i; find the dims (or the reshaped view) that make it one call")
         return True, "ok"
     return Case(s.name, _run(body))
 
