@@ -21,6 +21,9 @@ from mutants_04 import MUTANTS
 
 pytest.importorskip("nbgrader")
 pytest.importorskip("ipykernel")
+# The `course` fixture (every lesson released, three submissions autograded) costs minutes: one worker runs
+# this module (`make test` passes --dist loadgroup), or each worker that takes one of its tests builds it again.
+pytestmark = pytest.mark.xdist_group("nbgrader")
 
 ASSIGNMENT = "ps04"
 NOTEBOOK = SOLUTION_04.name
