@@ -21,8 +21,9 @@ from mutants_04 import MUTANTS
 
 pytest.importorskip("nbgrader")
 pytest.importorskip("ipykernel")
-# The `course` fixture (every lesson released, three submissions autograded) costs minutes: one worker runs
-# this module (`make test` passes --dist loadgroup), or each worker that takes one of its tests builds it again.
+# The `course` fixture (every lesson released, three submissions autograded) costs minutes. One worker runs
+# this module (`make test` passes --dist loadgroup), and the fixture lives for the session: with module scope a
+# worker that interleaves other modules' tests tears it down and builds it again.
 pytestmark = pytest.mark.xdist_group("nbgrader")
 
 ASSIGNMENT = "ps04"
@@ -46,7 +47,7 @@ def grade_cells(course, student):
         return {g.name: (g.score, g.max_score) for g in notebook.grades}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def course(tmp_path_factory):
     course = tmp_path_factory.mktemp("course")
     config = (ROOT / "nbgrader_config.py").read_text()
