@@ -21,10 +21,6 @@ from mutants_04 import MUTANTS
 
 pytest.importorskip("nbgrader")
 pytest.importorskip("ipykernel")
-# The `course` fixture (every lesson released, three submissions autograded) costs minutes. One worker runs
-# this module (`make test` passes --dist loadgroup), and the fixture lives for the session: with module scope a
-# worker that interleaves other modules' tests tears it down and builds it again.
-pytestmark = pytest.mark.xdist_group("nbgrader")
 
 ASSIGNMENT = "ps04"
 NOTEBOOK = SOLUTION_04.name
@@ -49,7 +45,27 @@ def grade_cells(course, student):
 
 @pytest.fixture(scope="session")
 def course(tmp_path_factory):
-    course = tmp_path_factory.mktemp("course")
+    """Every lesson released, three submissions autograded, feedback generated: minutes of work, done once per test
+    session. Under pytest-xdist every worker that draws one of these tests asks for it, so the workers share one
+    course in the session's temporary root behind a file lock (xdist's recipe for a once-only fixture): the
+    first builds it, the others wait and reuse it. (`--dist loadgroup` cannot keep the tests on one worker:
+    pytest-xdist 3.8 marks the group in `item._nodeid`, which pytest 9 no longer reads.)"""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return _build_course(tmp_path_factory.mktemp("course"))
+    from filelock import FileLock
+
+    root = tmp_path_factory.getbasetemp().parent   # this session's, shared by its workers
+    course = root / "nbgrader-course"
+    with FileLock(str(root / "nbgrader-course.lock")):
+        if not (course / ".built").exists():
+            shutil.rmtree(course, ignore_errors=True)
+            course.mkdir()
+            _build_course(course)
+            (course / ".built").touch()
+    return course
+
+
+def _build_course(course):
     config = (ROOT / "nbgrader_config.py").read_text()
     (course / "nbgrader_config.py").write_text(config + f'\nc.CourseDirectory.course_id = "normkernels"\n'
                                                f'c.CourseDirectory.root = {str(course)!r}\n')
