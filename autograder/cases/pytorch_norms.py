@@ -167,13 +167,13 @@ def _bias_dropped(y_hat, w, b):
     return (y_hat, "the output without the bias: weight=None does not mean bias=None; apply each on its own")
 
 
-def _step_alts(normalize, aff, w, root: str) -> list:
+def _step_alts(normalize, eps, aff, w, root: str) -> list:
     """(float64 output, hint) of two slips any norm can make: eps left out, and the affine step left out.
-    normalize(eps) is the output before the affine step; root says what eps is added to."""
+    normalize(e) is the output before the affine step with e added to `root`."""
     alts = [(aff(normalize(0.0)), f"no eps: it belongs inside the square root, sqrt({root} + eps)")]
     if w is not None:
-        alts.append((normalize(None), "the output without the affine step: after normalizing, multiply by weight "
-                                      "and add bias (each one when it is given)"))
+        alts.append((normalize(eps), "the output without the affine step: after normalizing, multiply by weight "
+                                     "and add bias (each one when it is given)"))
     return alts
 
 
@@ -341,7 +341,7 @@ def _bn_alts(x, rm, rv, w, b, training, eps, updated=None):
             alts.append((aff((xd - m_.to(F64).reshape(cs)) / torch.sqrt(v_.to(F64).reshape(cs) + eps)),
                          "normalizing with the running statistics in training: with training=True normalize with "
                          "the batch's mean and biased variance; the running statistics are only updated"))
-    alts += _step_alts(lambda e: (xd - used[0]) / torch.sqrt(used[1] + (eps if e is None else e)), aff, w, "var")
+    alts += _step_alts(lambda e: (xd - used[0]) / torch.sqrt(used[1] + e), eps, aff, w, "var")
     dropped = _bias_dropped((xd - used[0]) / torch.sqrt(used[1] + eps), w, b)
     return alts + ([dropped] if dropped else [])
 
@@ -779,7 +779,7 @@ def _ln_alts(kind, x, w, b, k, eps):
             alts.append((aff((xd - m1) / torch.sqrt(v1 + eps)),
                          "statistics over the last dim only: normalized_shape has "
                          f"{k} dims, so reduce over the last {k} dims of x"))
-        alts += _step_alts(lambda e: (xd - mean) / torch.sqrt(vb + (eps if e is None else e)), aff, w, "var")
+        alts += _step_alts(lambda e: (xd - mean) / torch.sqrt(vb + e), eps, aff, w, "var")
         dropped = _bias_dropped((xd - mean) / torch.sqrt(vb + eps), w, b)
         if dropped:
             alts.append(dropped)
@@ -798,7 +798,7 @@ def _ln_alts(kind, x, w, b, k, eps):
             alts.append((aff(xd / torch.sqrt(ms1 + eps)),
                          f"statistics over the last dim only: normalized_shape has {k} dims, so reduce over the last "
                          f"{k} dims of x"))
-        alts += _step_alts(lambda e: xd / torch.sqrt(ms + (eps if e is None else e)), aff, w, "mean(x^2)")
+        alts += _step_alts(lambda e: xd / torch.sqrt(ms + e), eps, aff, w, "mean(x^2)")
     return alts
 
 
@@ -970,8 +970,7 @@ def _gn_alts(x, G, w, b, eps):
         y = ((xg - mean) / torch.sqrt(vb + eps)).reshape(x.shape)
         alts.append((y * wg.reshape(cs) + bg.reshape(cs),
                      "a weight per group: GroupNorm's weight and bias are per channel, shape (C,)"))
-    alts += _step_alts(lambda e: ((xg - mean) / torch.sqrt(vb + (eps if e is None else e))).reshape(x.shape),
-                       aff, w, "var")
+    alts += _step_alts(lambda e: ((xg - mean) / torch.sqrt(vb + e)).reshape(x.shape), eps, aff, w, "var")
     dropped = _bias_dropped(((xg - mean) / torch.sqrt(vb + eps)).reshape(x.shape), w, b)
     return alts + ([dropped] if dropped else [])
 

@@ -59,8 +59,7 @@ def _call(fn: Callable, args: tuple, forbidden: tuple = ()):
     if spy.forbidden:
         name = spy.forbidden[0]
         short = name.rsplit(".", 1)[-1]   # an ATen op's name holds the function's: _softmax, _log_softmax
-        instead = _INSTEAD.get(short) or next(v for k, v in sorted(_INSTEAD.items(), key=lambda kv: -len(kv[0]))
-                                               if k in short)
+        instead = next(v for k, v in _INSTEAD.items() if k in short)   # names that overlap share their advice
         return out, f"called {name}: that is the function this exercise rebuilds; {instead} (scores zero)"
     for t, b in zip(_tensors(args), before):
         if not _same(t, b):
