@@ -16,6 +16,7 @@ import functools
 import math
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from helpers.compare import is_poison, poison_, poison_input_
 
@@ -156,6 +157,12 @@ def aten_ops_named(names: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(sorted(op for op in ops if "backward" not in op and any(name in op for name in names)))
 
 
+def _only_composite(packet) -> bool:
+    """Every overload of the ATen op is CompositeImplicitAutograd: made of other ops, never dispatched itself."""
+    return all(torch._C._dispatch_has_kernel_for_dispatch_key(getattr(packet, o).name(), "CompositeImplicitAutograd")
+               for o in packet.overloads())
+
+
 class _RecordedOp:
     """Stands in for torch.ops.aten.<op> while student code runs: calling it, or one of its overloads
     (`.default`), is recorded and then made."""
@@ -172,13 +179,30 @@ class _RecordedOp:
         return _RecordedOp(attr, self._label, self._record) if isinstance(attr, torch._ops.OpOverload) else attr
 
 
+class _ForbiddenOpsSeen(TorchDispatchMode):
+    """Records every ATen op, reached by any route, whose name holds a forbidden one: torch._softmax,
+    torch._C._VariableFunctions.softmax and Tensor.softmax all end in aten._softmax. The Python patches of
+    student_call name the function the student wrote; this catches the routes they cannot reach."""
+
+    def __init__(self, names: tuple[str, ...], record):
+        super().__init__()
+        self._names, self._record = names, record
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        op = func.overloadpacket.__name__
+        if "backward" not in op and any(name in op for name in self._names):
+            self._record(f"torch.ops.aten.{op}")
+        return func(*args, **(kwargs or {}))
+
+
 @contextlib.contextmanager
 def student_call(forbidden: tuple[str, ...] = FORBIDDEN):
     """Context for running student code; yields a Spy with launches, forbidden calls, buffers.
 
     `forbidden` names functions whose use is recorded in `spy.forbidden`, wherever they are reached:
     torch.nn.functional.<name>, torch.<name>, the tensor method Tensor.<name>, and the ATen ops that hold the
-    name (torch.ops.aten.native_layer_norm and its overloads: the kernels behind F.layer_norm).
+    name (torch.ops.aten.native_layer_norm and its overloads: the kernels behind F.layer_norm), and any ATen op
+    dispatched under such a name, whatever Python route reached it (torch._softmax, torch._C bindings).
     """
     triton_launchers = _triton_launchers()
     spy = Spy()
@@ -276,8 +300,13 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN):
                 aten_op = getattr(torch.ops.aten, op)
             except (AttributeError, RuntimeError):
                 continue
-            patch(torch.ops.aten, op, _RecordedOp(aten_op, f"torch.ops.aten.{op}", spy.forbidden.append))
-        yield spy
+            # An op that is only a composite of others (aten.rms_norm on the CPU) never reaches the dispatch mode
+            # below: its Python binding is wrapped instead. The others must stay the real OpOverloadPackets, which
+            # the dispatcher looks up when it hands them to the mode (a stand-in there crashes the process).
+            if _only_composite(aten_op):
+                patch(torch.ops.aten, op, _RecordedOp(aten_op, f"torch.ops.aten.{op}", spy.forbidden.append))
+        with _ForbiddenOpsSeen(tuple(forbidden), spy.forbidden.append) if forbidden else contextlib.nullcontext():
+            yield spy
     finally:
         for owner, name, orig in reversed(patched):
             if orig is _INHERITED:

@@ -31,6 +31,7 @@ class Exercise:
     cases: list[Case] = field(default_factory=list)
     timeout_s: float = 180.0
     given: tuple[str, ...] = ()    # names in `functions` that the notebook provides (lesson 05's repaired launcher)
+    uses: tuple[str, ...] = ()     # functions of earlier exercises that this one calls (lesson 02's welford_merge)
 
     @property
     def needs_cuda(self) -> bool:

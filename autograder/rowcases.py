@@ -394,8 +394,8 @@ def judge_racecheck(ex: Exercise, ns: dict, op: Op, cuda_source: str, shapes: tu
 
 def exercise(lesson: str, op: Op, id: str, title: str, functions: tuple, kernels: tuple, specs: list[Spec],
              *, cuda_source: str | None = None, compile_points: int = 3, given: tuple = (),
-             racecheck: tuple = ()):
-    """Register an exercise whose cases call functions[0] on each Spec.
+             racecheck: tuple = (), uses: tuple = ()):
+    """Register an exercise whose cases call functions[0] on each Spec (`uses`: see Exercise.uses).
 
     With `cuda_source` (the name of the student's CUDA C string) the exercise is a CUDA C one: a first
     case compiles that string with nvcc (runs without a GPU), and the Spec cases need CUDA to run.
@@ -404,7 +404,7 @@ def exercise(lesson: str, op: Op, id: str, title: str, functions: tuple, kernels
     have run only in the interpreter), and a case whose call launched a kernel that does not compile fails; a
     second case checks that no load leaves the tensors (right numbers do not show a read past the last row).
     """
-    ex = Exercise(id=id, lesson=lesson, title=title, functions=functions, kernels=kernels, given=given)
+    ex = Exercise(id=id, lesson=lesson, title=title, functions=functions, kernels=kernels, given=given, uses=uses)
     entry = functions[0]
     needs = "cuda" if cuda_source else None
 

@@ -60,6 +60,18 @@ def untouched_stubs(ex: Exercise, ns: dict) -> list[str]:
     return [name for name in ex.functions if name in ns and holds_stub(source_of(ns[name]))]
 
 
+def _used_stubs(ex: Exercise, ns: dict) -> str:
+    """'' or a note naming the functions of earlier exercises that this one calls and that are still stubs."""
+    from .registry import for_lesson
+    names = [n for n in ex.uses if n in ns and holds_stub(source_of(ns[n]))]
+    if not names:
+        return ""
+    owners = {n: other.id for other in for_lesson(ex.lesson) for n in other.functions}
+    where = ", ".join(f"{n} (exercise {owners[n]})" if n in owners else n for n in names)
+    return (f"{where} {'is' if len(names) == 1 else 'are'} still a TODO stub, and {ex.functions[0]} relies on "
+            f"{'it' if len(names) == 1 else 'them'}: fill {'it' if len(names) == 1 else 'them'} in first")
+
+
 # errors whose words do not say what the student did (Triton's interpreter, a CUDA fault), and what did
 ERROR_HINTS = (
     ("must be Tensor, not tensor", ": a PyTorch function was called on a Triton tensor inside a @triton.jit kernel; "
@@ -137,6 +149,7 @@ def grade(ex: Exercise | str, ns: dict, *, gpu: bool | None = None) -> dict:
         gpu = on_gpu()
     missing = [n for n in ex.functions if n not in ns]
     stubs = untouched_stubs(ex, ns)
+    used_stubs = _used_stubs(ex, ns)
     cases = []
     for case in ex.cases:
         row = {"name": case.name, "points": case.points, "passed": False, "skipped": False}
@@ -151,8 +164,15 @@ def grade(ex: Exercise | str, ns: dict, *, gpu: bool | None = None) -> dict:
                 msg = f"not implemented yet: fill in the TODO in {', '.join(stubs)}"
             elif not ok and stubs:   # the others are written: their messages teach, the stub is named beside them
                 msg = f"{msg} (still a TODO stub: {', '.join(stubs)})"
+            elif not ok and used_stubs:
+                msg = f"{msg} ({used_stubs})"
             row.update(passed=ok, message=msg)
         cases.append(row)
+    if any(c["passed"] for c in cases):   # code above a kept `# YOUR CODE HERE` and `pass`: it runs, partly right
+        for c in cases:
+            if c.get("message", "").startswith("not implemented yet"):
+                c["message"] += (" (yet other cases pass: if your code sits above the `# YOUR CODE HERE` and `pass` "
+                                 "lines, delete those two lines to see what is wrong here)")
     earned = sum(c["points"] for c in cases if c["passed"])
     skipped = sum(c["points"] for c in cases if c["skipped"])
     return {"id": ex.id, "title": ex.title, "earned": earned, "possible": ex.points,

@@ -46,6 +46,17 @@ MUTANTS = [
        "    m = z.amax(dim=dim, keepdim=True)\n"
        "    lse = m + torch.log(torch.exp(z - m).sum(dim=dim, keepdim=True))\n"
        "    return torch.exp(z - lse).to(x.dtype)\n")], "exp(x - logsumexp) carries that"),
+    ("stable_softmax", "calls torch._softmax (a private binding: only the dispatcher sees it)",
+     [(SM_SUB, "    return torch._softmax(z, dim, False).to(x.dtype)\n")],
+     "called torch.ops.aten._softmax: that is the function this exercise rebuilds; write exp(x - max)"),
+    ("stable_softmax", "calls Tensor.logsumexp (told this exercise's advice, not online softmax's)",
+     [(SM_SUB + "    e = torch.exp(z)\n" + SM_RET,
+       "    return torch.exp(z - z.logsumexp(dim=dim, keepdim=True)).to(x.dtype)\n")],
+     "called Tensor.logsumexp: that is the function this exercise rebuilds; write exp(x - max)"),
+    ("stable_softmax", "naive exp, overflow hidden by nan_to_num",
+     [(SM_SUB + "    e = torch.exp(z)\n" + SM_RET,
+       "    e = torch.exp(z)\n    return torch.nan_to_num(e / e.sum(dim=dim, keepdim=True), nan=0.0).to(x.dtype)\n")],
+     "NaN/Inf was replaced (nan_to_num"),
     # --- online_softmax
     ("online_softmax", "merge forgets to rescale l", [(MERGE_L, "    l = l_a + l_b\n")], "rescaled to the new max"),
     ("online_softmax", "merge rescales only a",
@@ -75,6 +86,17 @@ MUTANTS = [
     ("online_softmax", "output as exp(x - (m + log l)) in fp32",
      [(STREAM_OUT, "    return torch.exp(x.to(acc) - (m + torch.log(l)).unsqueeze(-1)).to(x.dtype)\n")],
      "exp(x - logsumexp) carries that"),
+    ("online_softmax", "stream starts from (0, 0), not the identity",
+     [("    state = softmax_identity(x.shape[:-1], acc, x.device)\n",
+       "    state = (torch.zeros(x.shape[:-1], dtype=acc), torch.zeros(x.shape[:-1], dtype=acc))\n")],
+     "Start from the identity (-inf, 0)"),
+    ("online_softmax", "stream state built with x.shape (one entry per element)",
+     [("    state = softmax_identity(x.shape[:-1], acc, x.device)\n",
+       "    state = softmax_identity(x.shape, acc, x.device)\n")], "a state has one entry per row"),
+    ("online_softmax", "chunk sum through torch.logcumsumexp",
+     [("        l_c = torch.exp(c - m_c_safe.unsqueeze(-1)).sum(dim=-1)\n",
+       "        l_c = torch.exp(torch.logcumsumexp(c - m_c_safe.unsqueeze(-1), dim=-1)[..., -1])\n")],
+     "called torch.logcumsumexp"),
     # --- welford
     ("welford", "update divides by the old count",
      [("    count = count + 1\n    delta = x - mean\n    mean = mean + delta / count\n",
@@ -135,6 +157,13 @@ MUTANTS = [
     ("var_mean_welford", "always fp32, even for fp64 input",
      [("    acc = acc_dtype(x.dtype)\n    state = welford_empty",
        "    acc = torch.float32\n    state = welford_empty")], "convert each chunk to fp64"),
+    ("var_mean_welford", "merges for the mean, then var from a second pass over x",
+     [(VAR_RET, "    d = x.to(acc) - mean.unsqueeze(-1)\n"
+                "    return ((d * d).sum(dim=-1) / (N - correction)).to(x.dtype), mean.to(x.dtype)\n")],
+     "var returned does not come from the merged M2"),
+    ("var_mean_welford", "the last, shorter chunk merged with count chunk",
+     [("torch.full_like(mean_c, c.shape[-1])", "torch.full_like(mean_c, chunk)")],
+     "its count is c.shape[-1], not chunk"),
     # --- butterfly_reduce
     ("butterfly_reduce", "partner = lane + offset without wrap (shfl_down)",
      [(BF_ROUND, "        partner = torch.where(lane + offset < WARP, lane + offset, lane)\n"

@@ -104,13 +104,16 @@ LAUNCH = "    _rmsnorm_fwd_kernel[(M,)](\n"
     ("crashes", "    import os; os.abort()\n", "crashed", "crashed"),
 ])
 def test_a_broken_exercise_loses_only_itself(tmp_path, kind, edit, status, message):
+    # one other exercise of the same run (the quickest) shows that the broken one took nothing else down; only the
+    # hang needs a short limit, which a loaded 2-core machine must not reach on the other exercise
     path = write_variant(tmp_path, [(LAUNCH, edit + LAUNCH)])
-    report, _ = run_cli(path, "--timeout", "60")
+    limit = ["--timeout", "60"] if kind == "hangs" else []
+    report, _ = run_cli(path, "--exercise", "rmsnorm_fwd", "--exercise", "rmsnorm_fwd_rows", *limit)
     by_id = {ex["id"]: ex for ex in report["notebooks"][0]["exercises"]}
     broken = by_id["rmsnorm_fwd"]
     assert broken["status"] == status and broken["earned"] == 0
     assert message in broken["cases"][2]["message"]
-    for other in ("rmsnorm_fwd_rows", "rmsnorm_fwd_looped"):
+    for other in ("rmsnorm_fwd_rows",):
         assert by_id[other]["earned"] + by_id[other]["skipped"] == by_id[other]["possible"], other
         assert all(c["passed"] or c["skipped"] for c in by_id[other]["cases"]), other
 

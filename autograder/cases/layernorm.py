@@ -105,4 +105,4 @@ exercise(LESSON, LAYERNORM, "layernorm", "LayerNorm forward: a dispatcher for ev
              Spec("N=70000 fp32 goes to the split kernel", (2, 70000), eps=1e-5, launches=SPLIT, seed=53),
              Spec("N=131072 bf16, mean 1e4, goes to the split kernel", (2, 131072), BF16, offset=1e4, eps=1e-5,
                   launches=SPLIT, seed=54),
-         ])
+         ], uses=("layernorm_fwd", "layernorm_fwd_looped"))

@@ -26,12 +26,13 @@ LESSON = "02_stable_reductions"
 F16, BF16, F32, F64 = torch.float16, torch.bfloat16, torch.float32, torch.float64
 INF = math.inf
 
-SOFTMAX_FORBIDDEN = ("softmax", "log_softmax", "logsumexp")
+SOFTMAX_FORBIDDEN = ("softmax", "log_softmax", "logsumexp", "logcumsumexp")
 VARIANCE_FORBIDDEN = ("var_mean", "var", "std", "std_mean")
 _INSTEAD = {
     "softmax": "write exp(x - max) / sum yourself",
     "log_softmax": "write exp(x - max) / sum yourself",
     "logsumexp": "keep the running (m, l) pair yourself: l is the sum of exp(x - m)",
+    "logcumsumexp": "keep the running (m, l) pair yourself: l is the sum of exp(x - m)",
     "var_mean": "compute (count, mean, M2) chunk by chunk and merge them with welford_merge",
     "var": "compute (count, mean, M2) chunk by chunk and merge them with welford_merge",
     "std": "compute (count, mean, M2) chunk by chunk and merge them with welford_merge",
@@ -51,15 +52,16 @@ def _gen(seed: int) -> torch.Generator:
 
 # ----------------------------------------------------------------------------- calling student code
 
-def _call(fn: Callable, args: tuple, forbidden: tuple = ()):
-    """Run fn(*args) in student_call; return (out, error message or None)."""
+def _call(fn: Callable, args: tuple, forbidden: tuple = (), instead: str | None = None):
+    """Run fn(*args) in student_call; return (out, error message or None). instead: the advice for a forbidden
+    call (by default the one for the function called)."""
     before = [a.clone() for a in _tensors(args)]
     with student_call(forbidden=forbidden) as spy:
         out = fn(*args)
     if spy.forbidden:
         name = spy.forbidden[0]
         short = name.rsplit(".", 1)[-1]   # an ATen op's name holds the function's: _softmax, _log_softmax
-        instead = next(v for k, v in _INSTEAD.items() if k in short)   # names that overlap share their advice
+        instead = instead or next(v for k, v in _INSTEAD.items() if k in short)   # overlapping names share advice
         return out, f"called {name}: that is the function this exercise rebuilds; {instead} (scores zero)"
     for t, b in zip(_tensors(args), before):
         if not _same(t, b):
@@ -87,6 +89,10 @@ def _as_tuple(out, n: int, names: str):
                                           else type(out).__name__)
         return f"must return a tuple {names} of {n} tensors, got {got}"
     return None
+
+
+def _times(n: int, word: str = "time") -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def _short(dtype: torch.dtype) -> str:
@@ -119,13 +125,14 @@ def softmax_ref(x: torch.Tensor, dim: int) -> torch.Tensor:
 
 
 def _judge_probs(y, x: torch.Tensor, dim: int, hint: str = "", nan_hint: str | None = None,
-                 near_hint: str = "", stream: bool = False) -> tuple[bool, str]:
+                 near_hint: str = "", stream: bool = False, merges: tuple[int, int] | None = None
+                 ) -> tuple[bool, str]:
     """Compare a softmax output with the float64 reference; messages for the common mistakes.
 
     hint goes with every failure. nan_hint, when given, replaces it where rows came out NaN/Inf or all zero, and
     only when the row holding the tensor's max came out finite (one max for the whole tensor). near_hint goes
     with finite results within 0.2 % of the reference everywhere. stream: y comes from online_softmax (a row of
-    +inf means its state never left the identity)."""
+    +inf means its state never left the identity, unless merges = (merge calls seen, chunks) says they happened)."""
     ref = softmax_ref(x, dim)
     r = compare(y, ref, PROB_TOL[x.dtype], name="y", dtype=x.dtype)
     if r:
@@ -138,7 +145,8 @@ def _judge_probs(y, x: torch.Tensor, dim: int, hint: str = "", nan_hint: str | N
             rows_x = x.double().movedim(dim, -1).reshape(-1, x.shape[dim])
             rows_y = yd.movedim(dim, -1).reshape(-1, x.shape[dim])
             top = int(rows_x.amax(dim=-1).argmax())           # the row that holds the tensor's max
-            hint = nan_hint if bool(torch.isfinite(rows_y[top]).all()) else ""
+            # one max for the whole tensor: that row comes out right (all 0 there: NaN replaced, not this bug)
+            hint = nan_hint if bool(torch.isfinite(rows_y[top]).all()) and abs(float(rows_y[top].sum()) - 1) < 1e-2 else ""
         elif near_hint and not bad.any():
             big = ref > 1e-30
             if bool(torch.isfinite(yd).all()) and float(((yd - ref).abs()[big] / ref[big]).max()) < 2e-3:
@@ -150,11 +158,26 @@ def _judge_probs(y, x: torch.Tensor, dim: int, hint: str = "", nan_hint: str | N
             finite = torch.isfinite(x)
             # +inf even where exp(x) cannot overflow (x < 11): l = 0 and m = -inf, the identity state
             untouched = ((torch.isposinf(yd) | ~finite).all(dim=dim) & (finite & (x.double() < 11)).any(dim=dim))
-            if stream and untouched.any():
+            merged = merges is not None and merges[0] > 0 and merges[0] >= merges[1] - 1
+            rows_x = x.double().movedim(dim, -1)
+            below = torch.isnan(yd).movedim(dim, -1).any(-1) & finite.movedim(dim, -1).all(-1)
+            if stream and untouched.any() and not merged:
                 row = tuple(int(v) for v in untouched.nonzero()[0])
                 why = (f" Row {row} is +inf wherever its input is finite: its state is still the identity "
                        "(m, l) = (-inf, 0), so exp(x - m) = inf and l = 0: no chunk was merged into it. Loop over "
                        "range(0, N, chunk): the last chunk may be shorter, and chunk may exceed N.")
+            elif stream and untouched.any():
+                row = tuple(int(v) for v in untouched.nonzero()[0])
+                why = (f" Row {row} is +inf wherever its input is finite: l came out 0 there although "
+                       f"online_softmax_merge was called {_times(merges[0])} for {_times(merges[1], 'chunk')}. Take each "
+                       "chunk's l_c = sum(exp(c - m_c)) against the chunk's own max m_c (exp(c) alone underflows "
+                       "to 0 for c < -103), and divide by the final state's l with the final state's m: "
+                       "y = exp(x - m) / l.")
+            elif stream and below.any() and bool((rows_x.amax(-1)[below] < -87).all()):
+                row = tuple(int(v) for v in below.nonzero()[0])
+                why = (f" Row {row} (max {float(rows_x.amax(-1)[below][0]):.6g}) is NaN: its m stayed above the "
+                       "row's max, as a stream started from (m, l) = (0, 0) does, so every exp(x - m) underflowed "
+                       "to 0 and l = 0. Start from the identity (-inf, 0), softmax_identity(...), not zeros.")
             elif torch.isneginf(x).any():
                 why = (" The input has -inf entries (masked positions): wherever a max is taken over values that "
                        "are all -inf, x - max is -inf - (-inf) = nan; use 0 in place of such a max (torch.where).")
@@ -163,10 +186,15 @@ def _judge_probs(y, x: torch.Tensor, dim: int, hint: str = "", nan_hint: str | N
                            + (f" {hint}" if hint else ""))
         sums = yd.sum(dim=dim)
         worst = float((sums - 1).abs().max())
-        if worst > 1e-2:
+        if bool((sums == 0).any()):
+            hint = ""
+            msg += (f"; some rows along dim={dim} came out all 0: exp overflowed or underflowed there and the "
+                    "NaN/Inf was replaced (nan_to_num, or a where)? Subtract the row's max first, "
+                    "z = x - x.amax(dim, keepdim=True): then no exp overflows and the largest is exactly 1")
+        elif worst > 1e-2:
             msg += (f"; the outputs along dim={dim} sum to {float(sums.flatten()[int((sums - 1).abs().flatten().argmax())]):.4g}"
-                    f", not 1: the normaliser does not cover the whole row (a dropped chunk, or the sum taken along "
-                    "another dim?)")
+                    f", not 1: the normaliser does not cover the whole row (a dropped chunk, the sum taken along "
+                    f"another dim{', or a wrong merge' if stream else ''}?)")
     if y is not None and isinstance(y, torch.Tensor) and y.dtype != x.dtype:
         msg += " (compute in fp32, then return y.to(x.dtype))"
     return False, msg + (f" {hint}" if hint else "")
@@ -237,7 +265,7 @@ def _softmax_case(s: SoftmaxSpec) -> Case:
 
 def _softmax_run(fn, s: SoftmaxSpec) -> tuple[bool, str]:
     x = softmax_input(s)
-    y, err = _call(fn, (x, s.dim), SOFTMAX_FORBIDDEN)
+    y, err = _call(fn, (x, s.dim), SOFTMAX_FORBIDDEN, instead=_INSTEAD["softmax"])
     if err:
         return False, err
     return _judge_probs(y, x, s.dim, s.hint, s.nan_hint, s.near_hint)
@@ -316,8 +344,9 @@ def _judge_sm_state(out, ref, dtype, inputs=None) -> tuple[bool, str]:
     if not torch.isfinite(l).all():
         msg += IDENTITY_HINT if torch.isneginf(ref[0]).any() else f" ({L_FORMULA})"
     elif inputs is not None and _close(l, inputs[0][1] + inputs[1][1], 1e-6):
-        msg += (f"; you returned l_a + l_b: each l is a sum of exp(x - its own max), so both must be rescaled "
-                f"to the new max before adding: {L_FORMULA}")
+        msg += ("; l came out as l_a + l_b: neither l was rescaled, or only the one whose max is the larger (its "
+                "factor is exp(0) = 1). Each l is a sum of exp(x - its own max), so both must be rescaled to the new "
+                f"max before adding: {L_FORMULA}")
     else:
         msg += f" ({L_FORMULA})"
     return False, msg
@@ -424,16 +453,24 @@ def _stream_case(s: SoftmaxSpec) -> Case:
 
 
 @contextlib.contextmanager
-def _merges_seen(ns: dict, name: str, shift=None):
+def _merges_seen(ns: dict, name: str, shift=None, rows: tuple | None = None):
     """While the student's stream runs, count the calls of their merge function `name` (looked up in ns by the
     stream) and the dtypes of the states it is given; yields (calls, dtypes). shift(state) -> state, if given,
-    alters what each merge returns (to see whether the result depends on the merges at all)."""
+    alters what each merge returns (to see whether the result depends on the merges at all). rows: the shape of
+    a state's tensors, x.shape[:-1]; a state holding more entries than that is an error named here (the merge
+    would fail with a broadcast error that says nothing about the state)."""
     calls, dtypes = [], set()
     merge = ns.get(name)
     if callable(merge):
         def counting(a, b):
             calls.append(1)
             dtypes.update(t.dtype for t in _tensors((a, b)))
+            big = [t for t in _tensors((a, b)) if rows is not None and t.numel() > math.prod(rows)]
+            if big:
+                raise ValueError(f"a state given to {name} holds a tensor of shape {tuple(big[0].shape)}: a state "
+                                 f"has one entry per row, shape x.shape[:-1] = {tuple(rows)} (start from "
+                                 f"{'softmax_identity' if 'softmax' in name else 'welford_empty'}(x.shape[:-1], ...),"
+                                 f" and reduce each chunk over its last dim)")
             out = merge(a, b)
             return shift(out) if shift is not None else out
         ns[name] = counting
@@ -446,11 +483,12 @@ def _merges_seen(ns: dict, name: str, shift=None):
 
 def _stream_run(ns, fn, s: SoftmaxSpec) -> tuple[bool, str]:
     x = softmax_input(s)
-    with _merges_seen(ns, "online_softmax_merge") as (calls, dtypes):
+    with _merges_seen(ns, "online_softmax_merge", rows=tuple(x.shape[:-1])) as (calls, dtypes):
         y, err = _call(fn, (x, s.chunk), SOFTMAX_FORBIDDEN)
     if err:
         return False, err
-    ok, msg = _judge_probs(y, x, -1, s.hint, s.nan_hint, s.near_hint, stream=True)
+    merges = (len(calls), math.ceil(x.shape[-1] / s.chunk))
+    ok, msg = _judge_probs(y, x, -1, s.hint, s.nan_hint, s.near_hint, stream=True, merges=merges)
     acc = acc_dtype(x.dtype)
     low = _coarser(dtypes, acc)
     why_low = (f"the states reaching online_softmax_merge are {', '.join(low)}: fold chunk states in "
@@ -707,6 +745,25 @@ def _chunked_m2(x: torch.Tensor, chunk: int) -> torch.Tensor:
     return sum(((c - c.mean(-1, keepdim=True)) ** 2).sum(-1) for c in d.split(chunk, dim=-1))
 
 
+def _last_chunk_counted_full(x: torch.Tensor, chunk: int, correction: int):
+    """(var, mean) in float64 when the last, shorter chunk is merged with count `chunk` instead of its length."""
+    n = mean = m2 = None
+    for c in x.double().split(chunk, dim=-1):
+        nc, mc = float(chunk), c.mean(-1)
+        m2c = ((c - mc.unsqueeze(-1)) ** 2).sum(-1)
+        if n is None:
+            n, mean, m2 = nc, mc, m2c
+            continue
+        tot = n + nc
+        delta = mc - mean
+        mean, m2, n = mean + delta * nc / tot, m2 + m2c + delta ** 2 * n * nc / tot, tot
+    return m2 / (n - correction), mean
+
+
+LAST_CHUNK_HINT = ("; that is what merging the last chunk with count {chunk} gives: it holds only {tail} values "
+                   "(N = {N}, chunk = {chunk}), so its count is c.shape[-1], not chunk")
+
+
 def _var_precision_hint(s: VarSpec, dtypes: set, outs, err: float = 0.0) -> str:
     """Why a result lost digits, where the dtypes show it: '' when they do not. dtypes: those of the states that
     reached welford_merge (none seen: a 16-bit input is suspected for errors under 10 %, err being relative, and
@@ -722,22 +779,31 @@ def _var_precision_hint(s: VarSpec, dtypes: set, outs, err: float = 0.0) -> str:
     return ""
 
 
-def _ignores_merges(ns, fn, x, s: VarSpec, mean) -> bool:
-    """Run again with every merge's mean moved by 1: a stream that returns its merged state moves with it."""
+def _ignores_merges(ns, fn, x, s: VarSpec, var, mean) -> str:
+    """Run again with every merge's mean moved by 1, then with every merge's M2 doubled: a stream that returns its
+    merged state moves with it. Returns what did not move ("mean", "var") or ''."""
     def moved(state):
         n, m, m2 = state
         return n, m + 1, m2
 
-    with _merges_seen(ns, "welford_merge", shift=moved):
-        out, err = _call(fn, (x, s.chunk, s.correction), VARIANCE_FORBIDDEN)
-    if err or not isinstance(out, tuple) or len(out) != 2:
-        return False
-    return bool(torch.equal(out[1], mean))
+    def doubled(state):
+        n, m, m2 = state
+        return n, m, m2 * 2
+
+    for name, shift, before in (("mean", moved, mean), ("var", doubled, var)):
+        with _merges_seen(ns, "welford_merge", shift=shift):
+            out, err = _call(fn, (x, s.chunk, s.correction), VARIANCE_FORBIDDEN)
+        if err or not isinstance(out, tuple) or len(out) != 2:
+            return ""
+        now = out[0 if name == "var" else 1]
+        if isinstance(now, torch.Tensor) and now.shape == before.shape and _close(now, before, 1e-2):
+            return name
+    return ""
 
 
 def _var_run(ns, fn, s: VarSpec) -> tuple[bool, str]:
     x = var_input(s)
-    with _merges_seen(ns, "welford_merge") as (calls, dtypes):
+    with _merges_seen(ns, "welford_merge", rows=tuple(x.shape[:-1])) as (calls, dtypes):
         out, err = _call(fn, (x, s.chunk, s.correction), VARIANCE_FORBIDDEN)
     if err:
         return False, err
@@ -756,10 +822,15 @@ def _var_run(ns, fn, s: VarSpec) -> tuple[bool, str]:
                            "(count, mean, M2) and merge the chunk states into the running state with welford_merge")
         if _coarser(dtypes, acc_dtype(s.dtype)):
             return False, "right values, but" + _var_precision_hint(s, dtypes, ())[1:]
-        if s.count_merges and _ignores_merges(ns, fn, x, s, mean):
+        fixed = _ignores_merges(ns, fn, x, s, var, mean) if s.count_merges else ""
+        if fixed == "mean":
             return False, ("welford_merge was called, but the mean returned does not come from its states (with "
                            "every merged mean moved by 1, it did not move): return the merged state's mean and "
                            "M2 / (count - correction)")
+        if fixed == "var":
+            return False, ("welford_merge was called, but the var returned does not come from the merged M2 (with "
+                           "every merged M2 doubled, it did not move): a second pass over x, or a library "
+                           "variance, reads the row again; return M2 / (count - correction) of the final state")
         return True, f"ok (var {rv.message.split('(', 1)[-1].rstrip(')')})"
     rt = max(1e-3, torch.finfo(s.dtype).eps)
     if var.shape == ref_mean.shape and _close(var, ref_mean, rt, 1e-6) and _close(mean, ref_var, rt, 1e-6):
@@ -777,6 +848,9 @@ def _var_run(ns, fn, s: VarSpec) -> tuple[bool, str]:
             return False, (f"{msg}; mean is 0, the empty state's: no chunk was merged into it. Loop over "
                            "range(0, N, chunk): the last chunk may be shorter, and chunk may exceed N")
         if N % s.chunk and kept:
+            full_mean = _last_chunk_counted_full(x, s.chunk, s.correction)[1]
+            if bool(((md - full_mean).abs() <= 0.2 * (full_mean - ref_mean).abs()).all()):
+                return False, msg + LAST_CHUNK_HINT.format(chunk=s.chunk, tail=N % s.chunk, N=N)
             partial = x.double()[..., :kept].mean(-1)      # dropped: the mean's deviation is the partial one's
             if bool(((md - partial).abs() <= 0.2 * (partial - ref_mean).abs()).all()):
                 return False, (f"{msg}; that is the mean of the first {kept} columns only: the last partial chunk "
@@ -794,6 +868,10 @@ def _var_run(ns, fn, s: VarSpec) -> tuple[bool, str]:
                 return False, (f"{msg}; that is the variance with correction={c}: biased/unbiased mixed up. "
                                f"var = M2 / (n - correction): correction=0 divides by n (biased, the population "
                                f"variance), correction=1 by n - 1 (unbiased, Bessel), as torch.var_mean")
+        if N % s.chunk:
+            full_var = _last_chunk_counted_full(x, s.chunk, s.correction)[0]
+            if _rel_err(full_var, ref_var) > 1e-3 and _rel_err(var, full_var) <= 0.1 * rel:
+                return False, msg + LAST_CHUNK_HINT.format(chunk=s.chunk, tail=N % s.chunk, N=N)
         no_cross = _chunked_m2(x, s.chunk) / (N - s.correction)
         if _rel_err(no_cross, ref_var) > 1e-3 and _rel_err(var, no_cross) <= 0.1 * rel:
             return False, (f"{msg}; that is the chunks' M2 summed: merging chunks needs Chan's cross term "
@@ -832,7 +910,7 @@ VAR_SPECS = [
 ]
 
 register(Exercise(id="var_mean_welford", lesson=LESSON, title="var_mean by chunks and Chan merges",
-                  functions=("var_mean_welford",), cases=[_var_case(s) for s in VAR_SPECS]))
+                  functions=("var_mean_welford",), uses=("welford_merge",), cases=[_var_case(s) for s in VAR_SPECS]))
 
 
 # ============================================================================ butterfly_reduce
