@@ -1,64 +1,196 @@
-"""python -m autograder grade PATH... [--json FILE] [--timeout S] [--exercise ID]
+"""python -m autograder grade PATH... [--json FILE] [--timeout S] [--exercise ID] [--lesson L] [--jobs N]
 
-Grades notebooks with runtime dependencies only. Each exercise runs in its own process with a
-timeout, so a crash (even a CUDA illegal address) or a hang loses only that exercise.
-Cases that cannot run here (needs a GPU) are reported as skipped, never as passed.
+Grades notebooks with runtime dependencies only. Each exercise runs in its own process (its own session, its
+input closed) with a timeout, so a crash (even a CUDA illegal address), a hang or a process left behind loses
+only that exercise; the cases graded before a crash keep their result, and the message names the case (or the
+notebook's loading) that crashed or ran out of time. Cases that cannot run here (needs a GPU) are reported as
+skipped, never as passed. Every path is checked before anything is graded, the JSON is rewritten after each
+notebook, and the exit status is 0 when every exercise was graded, 3 when one crashed or timed out or a file
+could not be read (the JSON lists them all), 2 for a bad command line.
+
+Grading runs the submission's code in the grading process, as Jupyter and nbgrader do: a student who writes code
+against the grader can change what it reports. Lines of a submission that touch the grader and are not in the
+student copy of the lesson are listed as "suspicious" (JSON and text), for a look by hand.
 """
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from .registry import for_lesson, get, lessons
+from .registry import EXERCISES, for_lesson, get, lessons
+
+ROOT = Path(__file__).resolve().parent.parent
+CRASHED = ("crashed", "timeout", "unreadable", "invalid")
+# code that reaches into the grader or the process (patching it, or rewriting its result file)
+SUSPICIOUS = re.compile(r"\bautograder\b|\batexit\b|sys\.argv|os\._exit|\bdef check\b|\bcheck\s*=[^=]|"
+                        r"sys\.modules|__builtins__|\bbuiltins\b|sys\.settrace|\bgc\.get_objects\b")
 
 
 def lesson_of(path: Path) -> str:
+    """The lesson a notebook belongs to, by its file name: it starts with the lesson's stem, or holds it after a
+    prefix that a learning platform adds (`jdoe_1234_01_pytorch_norms.ipynb`)."""
     stem = path.stem
     for lesson in lessons():
         if stem == lesson or stem.startswith(lesson):
             return lesson
-    raise ValueError(f"{path.name}: no lesson matches; known lessons: {lessons()}")
+    for lesson in lessons():
+        if lesson in stem:
+            return lesson
+    raise ValueError(f"{path}: no lesson matches its name (known: {', '.join(lessons())}); name the lesson "
+                     "with --lesson")
 
 
-def _failed(ex, status: str, message: str) -> dict:
-    return {"id": ex.id, "title": ex.title, "earned": 0, "possible": ex.points, "skipped": 0, "status": status,
-            "cases": [{"name": c.name, "points": c.points, "passed": False, "skipped": False, "message": message}
-                      for c in ex.cases]}
+def _gpu() -> bool:
+    from helpers.env import on_gpu
+    return on_gpu()
 
 
-def grade_in_subprocess(path: Path, ex, timeout: float) -> dict:
+def _failed(ex, status: str, message: str, done: list | None = None, gpu: bool = False, rest: str = "") -> dict:
+    """A result for an exercise whose process did not finish: the cases it graded before (done) keep their
+    rows; the next fails with `message`, the others with `rest` (default: the same), except the cases that could
+    not run here anyway (skipped)."""
+    from .runner import skip_reason
+
+    rows = list(done or [])
+    for k, c in enumerate(ex.cases[len(rows):]):
+        reason = skip_reason(c, gpu)
+        rows.append({"name": c.name, "points": c.points, "passed": False, "skipped": bool(reason),
+                     "message": f"skipped: {reason}" if reason else (message if k == 0 or not rest else rest)})
+    return {"id": ex.id, "title": ex.title, "earned": sum(r["points"] for r in rows if r["passed"]),
+            "possible": ex.points, "skipped": sum(r["points"] for r in rows if r["skipped"]), "status": status,
+            "cases": rows, "cell_errors": []}
+
+
+def _valid(result: dict, ex) -> bool:
+    """The worker's result has every case of the exercise, in order, and its totals add up."""
+    try:
+        cases = result["cases"]
+        return ([(c["name"], c["points"]) for c in cases] == [(c.name, c.points) for c in ex.cases]
+                and result["possible"] == ex.points
+                and result["earned"] == sum(c["points"] for c in cases if c["passed"] and not c["skipped"]))
+    except (KeyError, TypeError):
+        return False
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)     # the worker's session: whatever it started goes too
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
+
+
+def grade_in_subprocess(path: Path, ex, timeout: float, gpu: bool = False) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "result.json"
-        cmd = [sys.executable, "-m", "autograder", "_worker", str(path), ex.id, str(out)]
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-        except subprocess.TimeoutExpired:
-            return _failed(ex, "timeout", f"timed out after {timeout:g} s: an endless loop, or a kernel "
-                                          "that never finishes? (the other exercises were graded)")
+        out, progress, log = Path(tmp) / "result.json", Path(tmp) / "progress.json", Path(tmp) / "log.txt"
+        cmd = [sys.executable, "-X", "faulthandler", "-m", "autograder", "_worker", str(path), ex.id, str(out),
+               str(progress)]
+        env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONBREAKPOINT="0")
+        with open(log, "w") as sink:
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT, env=env,
+                                    start_new_session=True)
+            try:
+                proc.wait(timeout=timeout)
+                timed_out = False
+            except subprocess.TimeoutExpired:
+                timed_out = True
+            _kill_group(proc)
         if out.exists():
-            return json.loads(out.read_text())
-        tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])[:300]
+            result = json.loads(out.read_text())
+            if _valid(result, ex):
+                return result
+            return _failed(ex, "invalid", "the grading process wrote a result that does not match this exercise's "
+                                          "cases (the notebook's code changed it?): grade it by hand", gpu=gpu)
+        state = json.loads(progress.read_text()) if progress.exists() else {"phase": "starting", "cases": []}
+        phase, done = state["phase"], state["cases"]
+        if phase in ("starting", "loading"):
+            where, done = "while the notebook's cells ran (before any case)", []
+        else:
+            where = f"in case {phase!r}"
+        rest = f"not run: the grading process stopped {where}"
+        if timed_out:
+            why = "a cell at top level that never ends?" if not done and phase == "loading" else \
+                "an endless loop, or a kernel that never finishes?"
+            return _failed(ex, "timeout", f"timed out after {timeout:g} s {where}: {why} (the other exercises were "
+                                          "graded)", done, gpu, rest)
         code = proc.returncode
         how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
-        return _failed(ex, "crashed", f"the grading process crashed ({how}): {tail} "
-                                      "(an out-of-bounds access? the other exercises were graded)")
+        return _failed(ex, "crashed", f"the grading process crashed ({how}) {where}: {_crash_summary(log)} (an "
+                                      "out-of-bounds access? the other exercises were graded)", done, gpu, rest)
 
 
-def worker(path: str, exercise_id: str, out: str) -> int:
+def _crash_summary(log: Path) -> str:
+    """What the crashed worker said last: faulthandler's fatal error and the notebook line it was in, or the
+    last lines of its output (the helpers' banner left out)."""
+    lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()
+             and not ln.startswith("[helpers]")]
+    fatal = next((ln for ln in lines if ln.startswith("Fatal Python error")), None)
+    if fatal:
+        frame = next((ln for ln in lines if re.match(r'File "<.*-cell-\d+>"', ln)), None)
+        return fatal + (f" ({frame})" if frame else "")
+    lines = [ln for ln in lines if not ln.startswith(("Extension modules", "Current thread", "Thread 0x"))]
+    return " | ".join(lines[-3:])[:300]
+
+
+def worker(path: str, exercise_id: str, out: str, progress: str | None = None) -> int:
     from .notebook import load
     from .runner import grade
 
+    def note(phase: str, cases: list) -> None:
+        if progress:
+            Path(progress).write_text(json.dumps({"phase": phase, "cases": cases}))
+
+    note("loading", [])
     ns, errors = load(path)
-    result = grade(get(exercise_id), ns)
+    ex = get(exercise_id)
+    result = grade(ex, ns, on_case=note)
+    missing = [n for n in ex.functions if n not in ns]
+    if missing and errors:   # the cell that defines it raised: say which, where the case says "not defined"
+        for c in result["cases"]:
+            if c["message"].startswith("not defined"):
+                c["message"] = f"{c['message']}; the notebook's cells raised: {errors[0]}"
     result["cell_errors"] = errors
     Path(out).write_text(json.dumps(result))
     return 0
+
+
+def suspicious_lines(path: Path, lesson: str) -> list[str]:
+    """Lines of the submission's code that touch the grader or the process and are not in the student copy."""
+    from .notebook import code_cells
+
+    given = set()
+    student = ROOT / "notebooks" / f"{lesson}.ipynb"
+    if student.exists():
+        given = {ln.strip() for _, src, _ in code_cells(student, run_tags=("visible-check", "benchmark", "figure"))
+                 for ln in src.splitlines()}
+    found = []
+    for i, src, _ in code_cells(path, run_tags=("visible-check", "benchmark", "figure")):
+        for ln in src.splitlines():
+            if SUSPICIOUS.search(ln) and ln.strip() not in given and not ln.strip().startswith("#"):
+                found.append(f"cell {i}: {ln.strip()[:120]}")
+    return found
+
+
+def _readable(path: Path) -> str | None:
+    """None when path is a notebook the worker can run, else why not."""
+    from .notebook import code_cells
+    try:
+        code_cells(path)
+    except ValueError as e:
+        return str(e)
+    nb = json.loads(path.read_text())
+    if nb.get("nbformat", 4) < 4:
+        return (f"{path} is an nbformat {nb.get('nbformat')} notebook: convert it with "
+                "`jupyter nbconvert --to notebook --nbformat 4`")
+    return None
 
 
 def main(argv=None) -> int:
@@ -71,31 +203,96 @@ def main(argv=None) -> int:
     g.add_argument("--json", type=Path, help="write per-notebook, per-exercise, per-case results here")
     g.add_argument("--timeout", type=float, default=None, help="seconds per exercise (default: the exercise's)")
     g.add_argument("--exercise", action="append", help="grade only this exercise id (repeatable)")
+    g.add_argument("--lesson", help="the lesson of every path, where file names do not say it (e.g. 01_pytorch_norms)")
+    g.add_argument("--jobs", "-j", type=int, default=1, help="exercises graded at once (default 1)")
     w = sub.add_parser("_worker")
-    w.add_argument("path"); w.add_argument("exercise"); w.add_argument("out")
+    w.add_argument("path"); w.add_argument("exercise"); w.add_argument("out"); w.add_argument("progress", nargs="?")
     a = p.parse_args(argv)
     if a.cmd == "_worker":
-        return worker(a.path, a.exercise, a.out)
+        return worker(a.path, a.exercise, a.out, a.progress)
 
-    report = {"notebooks": []}
+    # everything the command line says is checked before anything is graded
+    if a.timeout is not None and a.timeout <= 0:
+        p.error(f"--timeout must be a positive number of seconds, got {a.timeout:g}")
+    if a.jobs < 1:
+        p.error(f"--jobs must be at least 1, got {a.jobs}")
+    known = lessons()            # loads the registry
+    if a.lesson is not None and a.lesson not in known:
+        p.error(f"--lesson {a.lesson}: unknown (known: {', '.join(known)})")
+    unknown = [e for e in a.exercise or () if e not in EXERCISES]
+    if unknown:
+        p.error(f"unknown exercise {', '.join(unknown)} (known: {', '.join(sorted(EXERCISES))})")
+    problems, plan = [], []
     for path in a.paths:
-        if not path.exists():
-            p.error(f"no such file: {path}")
+        if not path.is_file():
+            problems.append(f"{path}: no such file")
+            continue
         try:
-            lesson = lesson_of(path)
+            lesson = a.lesson or lesson_of(path)
         except ValueError as e:
-            p.error(str(e))
+            problems.append(str(e))
+            continue
+        plan.append((path, lesson))
+    if problems:
+        p.error("nothing was graded:\n  " + "\n  ".join(problems))
+
+    gpu = _gpu()
+    report = {"notebooks": []}
+    entries, tasks = [], []
+    for path, lesson in plan:
         exercises = [ex for ex in for_lesson(lesson) if not a.exercise or ex.id in a.exercise]
-        results = []
-        for ex in exercises:
-            res = grade_in_subprocess(path, ex, a.timeout or ex.timeout_s)
-            results.append(res)
-            print(f"\n{path.name}"); print(format_table(res))
-        earned = sum(r["earned"] for r in results)
-        possible = sum(r["possible"] for r in results)
-        report["notebooks"].append({"path": str(path), "lesson": lesson, "earned": earned, "possible": possible,
-                                    "exercises": results})
-        print(f"\n{path.name}: {earned}/{possible} points")
-    if a.json:
-        a.json.write_text(json.dumps(report, indent=1))
-    return 0
+        if not exercises:
+            print(f"{path}: none of the exercises asked for belongs to lesson {lesson}", file=sys.stderr)
+        entry = {"path": str(path), "lesson": lesson, "earned": 0, "possible": sum(ex.points for ex in exercises),
+                 "skipped": 0, "exercises": [None] * len(exercises), "suspicious": [], "status": "graded"}
+        why = _readable(path)
+        if why:
+            entry["status"] = "unreadable"
+            entry["exercises"] = [_failed(ex, "unreadable", f"not graded: {why}", gpu=gpu) for ex in exercises]
+        else:
+            entry["suspicious"] = suspicious_lines(path, lesson)
+            tasks += [(len(entries), k, ex) for k, ex in enumerate(exercises)]
+        entries.append(entry)
+
+    def finish(entry) -> None:
+        results = entry["exercises"]
+        entry["earned"] = sum(r["earned"] for r in results)
+        entry["skipped"] = sum(r["skipped"] for r in results)
+        for res in results:
+            print(f"\n{entry['path']}"); print(format_table(res))
+        errors = next((r.get("cell_errors") for r in results if r.get("cell_errors")), [])
+        if errors:
+            print(f"\n{entry['path']}: cells that raised while the notebook ran:\n  " + "\n  ".join(errors))
+        if entry["suspicious"]:
+            print(f"\n{entry['path']}: code that touches the grader, not in the student copy (check by hand):\n  "
+                  + "\n  ".join(entry["suspicious"]))
+        skipped = f" ({entry['skipped']} skipped here)" if entry["skipped"] else ""
+        print(f"\n{entry['path']}: {entry['earned']}/{entry['possible']} points{skipped}")
+        entry["done"] = True
+        report["notebooks"] = [{k: v for k, v in e.items() if k != "done"} for e in entries if e.get("done")]
+        if a.json:
+            a.json.write_text(json.dumps(report, indent=1))
+
+    pending = {i: sum(1 for t in tasks if t[0] == i) for i in range(len(entries))}
+    try:
+        for i, entry in enumerate(entries):
+            if pending[i] == 0:
+                finish(entry)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as pool:
+            futures = {pool.submit(grade_in_subprocess, entries[i]["path"], ex, a.timeout or ex.timeout_s, gpu):
+                       (i, k) for i, k, ex in tasks}
+            for fut in concurrent.futures.as_completed(futures):
+                i, k = futures[fut]
+                entries[i]["exercises"][k] = fut.result()
+                pending[i] -= 1
+                if pending[i] == 0:
+                    finish(entries[i])
+    except KeyboardInterrupt:
+        print("\ninterrupted: the JSON holds the notebooks finished so far", file=sys.stderr)
+        return 130
+    bad = [(e["path"], r["id"], r["status"]) for e in report["notebooks"] for r in e["exercises"]
+           if r["status"] in CRASHED]
+    graded = sum(len(e["exercises"]) for e in report["notebooks"])
+    print(f"\n{len(report['notebooks'])} notebook(s), {graded} exercise(s): {graded - len(bad)} graded"
+          + (", " + ", ".join(f"{p} {i}: {s}" for p, i, s in bad) if bad else ""))
+    return 3 if bad else 0

@@ -39,15 +39,21 @@ def read_out_of_bounds(what: str) -> str:
             "as you mask the stores")
 
 
+class OutOfBoundsStore(RuntimeError):
+    """A store in Triton's interpreter that would write outside every tensor given to the launch."""
+
+
 class Spy:
     def __init__(self):
         self.launches: dict[str, int] = {}
         self.grids: dict[str, list] = {}   # kernel name -> the grid of each launch, (x, y, z), None where unknown
         self.args: dict[str, list] = {}    # kernel name -> the integer and bool arguments of each launch, by name
         self.forbidden: list[str] = []
+        self.torch_math: list[str] = []      # ATen math ops run on float tensors (student_call(torch_math=True))
         self.buffers: list[tuple[torch.Tensor, int, int, tuple, torch.dtype]] = []
         self.watched: list[tuple[str, torch.Tensor]] = []   # inputs in guard bands (guarded_input): their names
         self.oob_reads: list[str] = []
+        self.storages: list[tuple[int, int]] = []   # (address, bytes) of the tensors given to the running launch
 
     def watch(self, name: str, t: torch.Tensor | None) -> None:
         """Report loads in the guard bands around t's elements (t made by guarded_input: its storage is the band)."""
@@ -88,6 +94,21 @@ class Spy:
                 continue
             self.oob_reads.append(read_out_of_bounds(f"a tl.load reached {where} of {name}"))
             return
+
+    def check_store(self, addresses, size: int) -> None:
+        """addresses: the byte addresses one interpreted store writes. Raises before a write outside every tensor
+        that the launch was given (a write into a guard band is allowed: oob_report tells it afterwards)."""
+        if addresses.size == 0 or not self.storages:
+            return
+        outside = None
+        for base, nbytes in self.storages:
+            inside = (addresses >= base) & (addresses + size <= base + nbytes)
+            outside = ~inside if outside is None else outside & ~inside
+        if outside.any():
+            raise OutOfBoundsStore(
+                f"a tl.store would write {int(outside.sum())} element(s) outside every tensor given to the kernel "
+                "(a missing mask, or a wrong stride or offset?). Not written: in the interpreter such a store "
+                "overwrites other memory, and can crash Python")
 
     def oob_report(self) -> str | None:
         for buf, start, n, shape, dtype in self.buffers:
@@ -179,25 +200,43 @@ class _RecordedOp:
         return _RecordedOp(attr, self._label, self._record) if isinstance(attr, torch._ops.OpOverload) else attr
 
 
+# ATen ops that compute on values (not allocation, views, copies, dtype conversion, comparisons for checks): a
+# launcher of a kernel exercise that runs them on float tensors does the kernel's work in PyTorch
+MATH_OPS = frozenset({
+    "add", "sub", "rsub", "mul", "div", "pow", "sqrt", "rsqrt", "reciprocal", "exp", "log", "square", "neg",
+    "mean", "sum", "nansum", "var", "std", "var_mean", "std_mean", "norm", "linalg_vector_norm", "amax", "amin",
+    "max", "min", "maximum", "minimum", "clamp", "clamp_min", "clamp_max", "addcmul", "addcdiv", "lerp", "cumsum",
+    "prod", "logsumexp", "matmul", "mm", "bmm", "addmm", "baddbmm", "einsum", "where", "tanh", "sigmoid",
+})
+
+
 class _ForbiddenOpsSeen(TorchDispatchMode):
     """Records every ATen op, reached by any route, whose name holds a forbidden one: torch._softmax,
     torch._C._VariableFunctions.softmax and Tensor.softmax all end in aten._softmax. The Python patches of
-    student_call name the function the student wrote; this catches the routes they cannot reach."""
+    student_call name the function the student wrote; this catches the routes they cannot reach. With
+    `math` (a list), also the MATH_OPS run on float tensors of more than one element."""
 
-    def __init__(self, names: tuple[str, ...], record):
+    def __init__(self, names: tuple[str, ...], record, math: list | None = None):
         super().__init__()
-        self._names, self._record = names, record
+        self._names, self._record, self._math = names, record, math
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         op = func.overloadpacket.__name__
         if "backward" not in op and any(name in op for name in self._names):
             self._record(f"torch.ops.aten.{op}")
+        if self._math is not None and op.rstrip("_") in MATH_OPS and any(
+                isinstance(a, torch.Tensor) and a.is_floating_point() and a.numel() > 1
+                for a in (*args, *(kwargs or {}).values())):
+            self._math.append(op.rstrip("_"))
         return func(*args, **(kwargs or {}))
 
 
 @contextlib.contextmanager
-def student_call(forbidden: tuple[str, ...] = FORBIDDEN):
+def student_call(forbidden: tuple[str, ...] = FORBIDDEN, torch_math: bool = False):
     """Context for running student code; yields a Spy with launches, forbidden calls, buffers.
+
+    torch_math: record in `spy.torch_math` the ATen ops that compute on float tensors (MATH_OPS): a kernel
+    exercise's launcher should only check, allocate and launch.
 
     `forbidden` names functions whose use is recorded in `spy.forbidden`, wherever they are reached:
     torch.nn.functional.<name>, torch.<name>, the tensor method Tensor.<name>, and the ATen ops that hold the
@@ -247,6 +286,8 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN):
             spy.launches[name] = spy.launches.get(name, 0) + 1
             spy.grids.setdefault(name, []).append(_grid3(k.get("grid", getattr(self, "grid", None))))
             spy.args.setdefault(name, []).append(_int_args(getattr(self, "arg_names", ()), a, k))
+            spy.storages = [(t.untyped_storage().data_ptr(), t.untyped_storage().nbytes())
+                            for t in (*a, *k.values()) if isinstance(t, torch.Tensor)]
             return run(self, *a, **k)
         return wrapper
 
@@ -258,6 +299,16 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN):
             spy.forbidden.append(label)
             return orig(*a, **k)
         patch(owner, name, wrapper)
+
+    def checking_stores(store):
+        # Triton's interpreter writes wherever an unmasked store points: a store far outside every tensor given to
+        # the kernel would overwrite the grader's memory (or crash it), so it is refused before it is made
+        @functools.wraps(store)
+        def wrapper(self, ptrs, value, mask, *a, **k):
+            addresses = ptrs.data[mask.data.astype(bool)] if mask is not None else ptrs.data.ravel()
+            spy.check_store(addresses, max(1, ptrs.dtype.element_ty.primitive_bitwidth // 8))
+            return store(self, ptrs, value, mask, *a, **k)
+        return wrapper
 
     def checking_loads(load):
         # Triton's interpreter: pointers are host addresses; lanes whose mask is off are not read
@@ -288,6 +339,8 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN):
             builder = getattr(interpreter, "InterpreterBuilder", None)   # every interpreted tl.load ends here
             if builder is not None and hasattr(builder, "create_masked_load"):
                 patch(builder, "create_masked_load", checking_loads(builder.create_masked_load))
+            if builder is not None and hasattr(builder, "create_masked_store"):
+                patch(builder, "create_masked_store", checking_stores(builder.create_masked_store))
         from helpers.cudac import CudaKernel
         patch(CudaKernel, "__call__", counting_cuda(CudaKernel.__call__))
         for name in forbidden:
@@ -305,7 +358,9 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN):
             # the dispatcher looks up when it hands them to the mode (a stand-in there crashes the process).
             if _only_composite(aten_op):
                 patch(torch.ops.aten, op, _RecordedOp(aten_op, f"torch.ops.aten.{op}", spy.forbidden.append))
-        with _ForbiddenOpsSeen(tuple(forbidden), spy.forbidden.append) if forbidden else contextlib.nullcontext():
+        watching = forbidden or torch_math
+        math = spy.torch_math if torch_math else None
+        with _ForbiddenOpsSeen(tuple(forbidden), spy.forbidden.append, math) if watching else contextlib.nullcontext():
             yield spy
     finally:
         for owner, name, orig in reversed(patched):

@@ -11,6 +11,7 @@ import contextlib
 import io
 import json
 import linecache
+import os
 from pathlib import Path
 
 SKIP_TAGS = {"visible-check", "benchmark", "figure"}
@@ -20,7 +21,7 @@ def code_cells(path: str | Path, run_tags=()) -> list[tuple[int, str, dict]]:
     path = Path(path)
     try:
         nb = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as e:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ValueError(f"cannot read notebook {path}: {e}") from None
     if not isinstance(nb, dict) or "cells" not in nb:
         raise ValueError(f"{path} is not a Jupyter notebook (no 'cells')")
@@ -53,6 +54,22 @@ def load(path: str | Path, quiet: bool = True, run_tags=()) -> tuple[dict, list[
     ns: dict = {"__name__": "__notebook__", "__builtins__": __builtins__}
     errors = []
     stem = Path(path).stem
+    exit_process, pid = os._exit, os.getpid()
+
+    def exit_refused(code=0):   # a cell that exits the process is a cell error, as sys.exit() is; forks still exit
+        if os.getpid() != pid:
+            exit_process(code)
+        raise SystemExit(f"os._exit({code}) called")
+
+    os._exit = exit_refused
+    try:
+        _run_cells(path, run_tags, ns, errors, stem, quiet)
+    finally:
+        os._exit = exit_process
+    return ns, errors
+
+
+def _run_cells(path, run_tags, ns: dict, errors: list, stem: str, quiet: bool) -> None:
     for i, src, _ in code_cells(path, run_tags):
         code = strip_magics(src)
         filename = f"<{stem}-cell-{i}>"
@@ -62,9 +79,8 @@ def load(path: str | Path, quiet: bool = True, run_tags=()) -> tuple[dict, list[
         try:
             with contextlib.redirect_stdout(sink) if quiet else contextlib.nullcontext():
                 exec(compile(code, filename, "exec"), ns)
-        except Exception as e:  # a broken cell: keep going, as a student's notebook would
+        except (Exception, SystemExit, KeyboardInterrupt) as e:  # a broken cell: keep going, as in Jupyter
             errors.append(f"cell {i}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300])
-    return ns, errors
 
 
 def write_variant(src: str | Path, replacements, dest: str | Path) -> Path:

@@ -123,7 +123,7 @@ def judge_run(ex: Exercise, s: Spec, fn, op: Op, ns: dict | None = None) -> tupl
     w = None if w0 is None else guarded_input(w0, shift=int(s.misalign == "weight"))
     b = None if b0 is None else guarded_input(b0, shift=int(s.misalign == "weight"))
     x_before = x.clone()
-    with student_call() as spy:
+    with student_call(torch_math=True) as spy:
         for name, t in (("x", x), ("weight", w), ("bias", b)):
             spy.watch(name, t)
         out = op.call(fn, x, w, b, s.eps, s.kwargs)
@@ -131,6 +131,11 @@ def judge_run(ex: Exercise, s: Spec, fn, op: Op, ns: dict | None = None) -> tupl
     if spy.forbidden:
         return False, (f"called {spy.forbidden[0]}: this exercise is about writing the kernel; "
                        f"launch {ex.kernels[0]} instead (scores zero)")
+    if spy.torch_math:
+        ops = ", ".join(dict.fromkeys(spy.torch_math))
+        return False, (f"computed with PyTorch outside the kernel (aten {ops} on float tensors): the kernel does "
+                       "the math, the launcher only checks the inputs, allocates the outputs and launches "
+                       "(a PyTorch composite scores zero)")
     if not any(spy.launches.get(k) for k in ex.kernels):
         what = "CUDA kernel" if ex.needs_cuda else "Triton kernel"
         return False, (f"no {what} was launched: {ex.functions[0]} must launch "

@@ -138,8 +138,11 @@ def run_case(case, ns: dict) -> tuple[bool, str]:
         return False, f"raised {_short_error(e)}{where}{hint}"
 
 
-def grade(ex: Exercise | str, ns: dict, *, gpu: bool | None = None) -> dict:
-    """Grade one exercise: {'id', 'earned', 'possible', 'skipped', 'cases': [...]}."""
+def grade(ex: Exercise | str, ns: dict, *, gpu: bool | None = None, on_case=None) -> dict:
+    """Grade one exercise: {'id', 'earned', 'possible', 'skipped', 'cases': [...]}.
+
+    on_case(name, rows), if given, is called before each case runs with the rows of the cases before it (the
+    grading CLI keeps them, so that a case that crashes the process loses only itself)."""
     if isinstance(ex, str):
         ex = get(ex)
     if not isinstance(ns, dict):
@@ -152,6 +155,8 @@ def grade(ex: Exercise | str, ns: dict, *, gpu: bool | None = None) -> dict:
     used_stubs = _used_stubs(ex, ns)
     cases = []
     for case in ex.cases:
+        if on_case is not None:
+            on_case(case.name, cases)
         row = {"name": case.name, "points": case.points, "passed": False, "skipped": False}
         reason = skip_reason(case, gpu)
         if reason:

@@ -96,3 +96,45 @@ def with_course_stubs(preprocessors: list) -> list:
         raise ValueError("with_course_stubs: the list has no ClearSolutions to follow")
     at = preprocessors.index(ClearSolutions) + 1
     return [*preprocessors[:at], CStubs, GivenStubs, *preprocessors[at:]]
+
+
+class ScoreRequired(NbGraderPreprocessor):
+    """Runs in autograde after Execute, before SaveAutoGrades: a grade cell that calls check(...) must show the
+    score check returned. nbgrader gives full credit to a grade cell with no output and no error, so a `check`
+    redefined to return nothing, or a grade cell whose call printed no score, would score every point; such a
+    cell gets an error output instead (0 points) that says why."""
+
+    def preprocess_cell(self, cell, resources, index):
+        nbg = cell.metadata.get("nbgrader", {})
+        if cell.cell_type != "code" or not nbg.get("grade") or nbg.get("solution") or "check(" not in cell.source:
+            return cell, resources
+        outputs = cell.get("outputs", [])
+        if any(o.get("output_type") == "error" for o in outputs):
+            return cell, resources
+        scores = [o for o in outputs if o.get("output_type") == "execute_result"
+                  and _is_number(o.get("data", {}).get("text/plain", ""))]
+        if not scores:
+            from nbformat.v4 import new_output
+            cell.outputs = [*outputs, new_output(
+                "error", ename="NoScore",
+                evalue="check(...) showed no score: this grade cell must end with the points that check returns",
+                traceback=["NoScore: check(...) showed no score (was check redefined in the notebook?)"])]
+        return cell, resources
+
+
+def _is_number(text) -> bool:
+    text = "".join(text) if isinstance(text, list) else str(text)
+    try:
+        float(text.strip())
+    except ValueError:
+        return False
+    return True
+
+
+def with_score_required(preprocessors: list) -> list:
+    """autograde's preprocessor list with ScoreRequired inserted right before SaveAutoGrades."""
+    from nbgrader.preprocessors import SaveAutoGrades
+    if SaveAutoGrades not in preprocessors:
+        raise ValueError("with_score_required: the list has no SaveAutoGrades to precede")
+    at = preprocessors.index(SaveAutoGrades)
+    return [*preprocessors[:at], ScoreRequired, *preprocessors[at:]]

@@ -44,6 +44,13 @@ MUTANTS = [
        "    return y, torch.rsqrt(x.float().pow(2).mean(-1) + eps)\n    _rmsnorm_fwd_kernel")], "rms_norm"),
     ("rmsnorm_fwd", "rstd never stored",
      [(FWD_STORE + "\n    tl.store(RSTD + row, rstd)\n", FWD_STORE + "\n")], "never written"),
+    ("rmsnorm_fwd", "launches the kernel, then computes y with PyTorch in the launcher",
+     [("    rstd = torch.empty(M, dtype=torch.float32, device=x.device)\n    BLOCK_N = triton.next_power_of_2(N)\n"
+       "    _rmsnorm_fwd_kernel[(M,)](\n",
+       "    rstd = torch.empty(M, dtype=torch.float32, device=x.device)\n    BLOCK_N = triton.next_power_of_2(N)\n"
+       "    x32 = x2.float()\n    y.copy_(x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + eps))\n"
+       "    _rmsnorm_fwd_kernel[(M,)](\n")],
+     "computed with PyTorch outside the kernel"),
     # --- rmsnorm_fwd_rows: several rows per program
     ("rmsnorm_fwd_rows", "no row mask",
      [("    mask = row_mask[:, None] & col_mask[None, :]\n", "    mask = col_mask[None, :] & (rows >= 0)[:, None]\n"),

@@ -1,6 +1,7 @@
 """The grader, both ways: solutions score full marks, untouched stubs score zero without crashing,
 and one exercise that raises, hangs or crashes loses only its own points."""
 import json
+from pathlib import Path
 
 import pytest
 
@@ -108,11 +109,15 @@ def test_a_broken_exercise_loses_only_itself(tmp_path, kind, edit, status, messa
     # hang needs a short limit, which a loaded 2-core machine must not reach on the other exercise
     path = write_variant(tmp_path, [(LAUNCH, edit + LAUNCH)])
     limit = ["--timeout", "60"] if kind == "hangs" else []
-    report, _ = run_cli(path, "--exercise", "rmsnorm_fwd", "--exercise", "rmsnorm_fwd_rows", *limit)
+    report, _ = run_cli(path, "--exercise", "rmsnorm_fwd", "--exercise", "rmsnorm_fwd_rows", *limit,
+                        returncode=0 if status == "graded" else 3)
     by_id = {ex["id"]: ex for ex in report["notebooks"][0]["exercises"]}
     broken = by_id["rmsnorm_fwd"]
     assert broken["status"] == status and broken["earned"] == 0
-    assert message in broken["cases"][2]["message"]
+    assert message in broken["cases"][0]["message"]     # the first case's call is the first to fail
+    if status != "graded":   # the process stopped there: the cases after it did not run, and say so
+        assert all(c["message"].startswith("not run: the grading process stopped in case")
+                   for c in broken["cases"][1:] if not c["skipped"])
     for other in ("rmsnorm_fwd_rows",):
         assert by_id[other]["earned"] + by_id[other]["skipped"] == by_id[other]["possible"], other
         assert all(c["passed"] or c["skipped"] for c in by_id[other]["cases"]), other
@@ -129,13 +134,21 @@ def test_out_of_bounds_write_is_caught(tmp_path):
     assert "wrote out of bounds" in messages
 
 
-def test_cli_rejects_unknown_notebook(tmp_path):
+def test_cli_checks_every_path_before_grading(tmp_path):
     import subprocess, sys
+    good = tmp_path / "01_pytorch_norms.ipynb"
+    good.write_text(json.dumps({"cells": []}))
     bad = tmp_path / "99_unknown.ipynb"
     bad.write_text(json.dumps({"cells": []}))
-    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(bad)], capture_output=True, text=True,
-                          cwd=SOLUTION_04.parent.parent)
-    assert proc.returncode == 2 and "no lesson matches" in proc.stderr
+    out = tmp_path / "grades.json"
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(good), str(bad), str(tmp_path / "gone"),
+                           "--json", str(out)], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 2 and "nothing was graded" in proc.stderr
+    assert "no lesson matches" in proc.stderr and "gone: no such file" in proc.stderr
+    assert "01_pytorch_norms.ipynb:" not in proc.stdout and not out.exists()    # nothing graded, fast
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(good), "--exercise", "rms_nrom"],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 2 and "unknown exercise rms_nrom" in proc.stderr
 
 
 def test_student_call_restores_everything_when_a_patch_fails(monkeypatch):
@@ -317,3 +330,50 @@ def test_launches_replayed_in_the_interpreter_stop_at_the_first_access_outside_t
     assert verdicts[1] == ("tl.load", "a tl.load in copy16 reached past the last element of X")
     assert verdicts[2] == ("tl.load", "a tl.load in copy16 reached before the first element of X")
     assert verdicts[3] == ("tl.store", "a tl.store in copy16 reached past the last element of Y")
+
+
+def test_cli_survives_messy_submissions(tmp_path):
+    """What real submissions do, on lesson 02's quickest exercise: an LMS prefix on the name, cells that exit the
+    process or wait for input, a process left running, code that reaches into the grader (listed as suspicious),
+    an unreadable file, and a function that segfaults on one case (the cases before it keep their points)."""
+    import time
+    solution = json.loads((ROOT / "solutions" / "02_stable_reductions.ipynb").read_text())
+
+    def notebook(name, extra=(), edit=None):
+        nb = json.loads(json.dumps(solution))
+        for cell in nb["cells"]:
+            src = "".join(cell["source"])
+            if edit and edit[0] in src:
+                cell["source"] = src.replace(edit[0], edit[1])
+        nb["cells"] += [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": s}
+                        for s in extra]
+        path = tmp_path / name
+        path.write_text(json.dumps(nb))
+        return path
+
+    messy = notebook("jdoe_42_02_stable_reductions.ipynb", [
+        "import sys\nsys.exit()\n", "import os\nos._exit(0)\n", "name = input('your name: ')\n",
+        "import subprocess\nsubprocess.Popen(['sleep', '120'])\n", "import autograder.runner as _runner\n"])
+    segv = notebook("02_stable_reductions_segv.ipynb", edit=(
+        "    z = x.to(acc_dtype(x.dtype))\n",
+        "    if dim == 0:\n        import ctypes; ctypes.string_at(0)\n    z = x.to(acc_dtype(x.dtype))\n"))
+    unreadable = tmp_path / "02_stable_reductions_empty.ipynb"
+    unreadable.write_text("")
+    start = time.monotonic()
+    report, out = run_cli(messy, segv, unreadable, "--exercise", "stable_softmax", "--jobs", "2", returncode=3)
+    assert time.monotonic() - start < 120          # the sleep left running is not waited for
+    by_path = {Path(nb["path"]).name: nb for nb in report["notebooks"]}
+    assert list(by_path) == [messy.name, segv.name, unreadable.name]    # the order given
+    nb = by_path[messy.name]
+    (ex,) = nb["exercises"]
+    assert ex["status"] == "graded" and ex["earned"] == ex["possible"]
+    assert [e.split(":")[1].strip() for e in ex["cell_errors"]] == ["SystemExit", "SystemExit", "EOFError"]
+    first = len(solution["cells"])
+    assert nb["suspicious"] == [f"cell {first + 1}: os._exit(0)", f"cell {first + 4}: import autograder.runner as _runner"]
+    (ex,) = by_path[segv.name]["exercises"]
+    crashed = next(c for c in ex["cases"] if not c["passed"])
+    assert ex["status"] == "crashed" and 0 < ex["earned"] < ex["possible"]
+    assert "Segmentation fault" in crashed["message"] and "in stable_softmax" in crashed["message"]
+    (ex,) = by_path[unreadable.name]["exercises"]
+    assert by_path[unreadable.name]["status"] == "unreadable" and ex["status"] == "unreadable"
+    assert "cannot read notebook" in ex["cases"][0]["message"]

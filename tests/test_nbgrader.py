@@ -2,9 +2,12 @@
 `nbgrader generate_assignment` of every lesson from solutions/ with the course's nbgrader_config.py, then for
 lesson 04 `nbgrader autograde` of three submissions and `nbgrader generate_feedback`:
 - every released notebook is the committed student copy in notebooks/ (lesson 03's CUDA C stubs included);
-- the solution scores every grade cell's points;
+- the solution scores every grade cell's points, also with one of its grade cells deleted (put back by
+  add_missing_cells);
 - the released student copy scores zero on every cell, and autograding it does not fail;
 - the solution with one mutant in exercise `rmsnorm_fwd` loses points there and keeps the other cells';
+- the student copy with `check` redefined to return nothing scores zero (ScoreRequired), not nbgrader's full
+  credit for a grade cell without output;
 - the feedback shows check()'s score table (case names and messages) and nothing of the hidden cases' code.
 """
 import json
@@ -75,11 +78,23 @@ def _build_course(course):
         nbgrader(course, "generate_assignment", f"ps{lesson[:2]}")
     released = course / "release" / ASSIGNMENT / NOTEBOOK
     eps_mutant = next(edits for ex, name, edits, _ in MUTANTS if (ex, name) == ("rmsnorm_fwd", "eps outside the sqrt"))
-    submissions = {"solution": SOLUTION_04, "stub": released,
-                   "mutant": write_variant(course, eps_mutant, name="mutant.ipynb")}
+    solution = json.loads(SOLUTION_04.read_text())
+    solution["cells"] = [c for c in solution["cells"]
+                         if c["metadata"].get("nbgrader", {}).get("grade_id") != "check_rmsnorm_fwd_rows"]
+    cheat = json.loads(released.read_text())
+    setup = next(i for i, c in enumerate(cheat["cells"]) if "import autograder" in "".join(c["source"])
+                 or "from autograder" in "".join(c["source"]))
+    cheat["cells"].insert(setup + 1, {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+                                      "source": "def check(exercise_id):\n    pass\n"})
+    submissions = {"solution": solution, "stub": released,
+                   "mutant": write_variant(course, eps_mutant, name="mutant.ipynb"), "cheat": cheat}
     for student, path in submissions.items():
         (course / "submitted" / student / ASSIGNMENT).mkdir(parents=True)
-        shutil.copy(path, course / "submitted" / student / ASSIGNMENT / NOTEBOOK)
+        dest = course / "submitted" / student / ASSIGNMENT / NOTEBOOK
+        if isinstance(path, dict):
+            dest.write_text(json.dumps(path))
+        else:
+            shutil.copy(path, dest)
     nbgrader(course, "autograde", ASSIGNMENT)
     nbgrader(course, "generate_feedback", ASSIGNMENT)
     return course
@@ -101,9 +116,10 @@ def test_solution_scores_every_point(course):
                      for ex in ("rmsnorm_fwd", "rmsnorm_fwd_rows", "rmsnorm_fwd_looped")}
 
 
-def test_released_stub_scores_zero(course):
-    cells = grade_cells(course, "stub")
-    assert cells and all(score == 0 and possible > 0 for score, possible in cells.values()), cells
+@pytest.mark.parametrize("student", ["stub", "cheat"])
+def test_released_stub_scores_zero(course, student):
+    cells = grade_cells(course, student)
+    assert len(cells) == 3 and all(score == 0 and possible > 0 for score, possible in cells.values()), cells
 
 
 def test_a_mutant_loses_only_its_exercise(course):
