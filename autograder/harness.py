@@ -178,10 +178,15 @@ def aten_ops_named(names: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(sorted(op for op in ops if "backward" not in op and any(name in op for name in names)))
 
 
+_KERNEL_KEYS = ("CPU", "CUDA", "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional", "Meta")
+
+
 def _only_composite(packet) -> bool:
-    """Every overload of the ATen op is CompositeImplicitAutograd: made of other ops, never dispatched itself."""
-    return all(torch._C._dispatch_has_kernel_for_dispatch_key(getattr(packet, o).name(), "CompositeImplicitAutograd")
-               for o in packet.overloads())
+    """Every overload of the ATen op is CompositeImplicitAutograd and has no kernel of its own: made of other ops,
+    never dispatched itself (aten.rms_norm on the CPU; on a GPU build it may have a CUDA kernel, and then it is)."""
+    names = [getattr(packet, o).name() for o in packet.overloads()]
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    return all(has(n, "CompositeImplicitAutograd") and not any(has(n, k) for k in _KERNEL_KEYS) for n in names)
 
 
 class _RecordedOp:
