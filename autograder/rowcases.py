@@ -6,6 +6,7 @@ An `Op` says how to call the launcher, what it returns and how to judge each out
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
@@ -47,11 +48,13 @@ class Spec:
     spike: float = 0.0
     kwargs: dict = field(default_factory=dict)
     bad: str | None = None         # weight_shape | bias_shape | int_dtype | fp16 | cpu | last_dim_stride | too_long | kwarg
+    bad_kwargs: tuple = ()         # kwarg: more keyword sets that must each be refused too
     seed: int = 0
     atol: float | None = None      # a looser y tolerance where fp32 rounding of x itself dominates
     stat_rtol: float | None = None # a looser mean/rstd tolerance (rows with a large mean, many chunk merges)
     launches: str | None = None    # the kernel this call must launch (dispatcher exercises)
-    grid: tuple | None = None      # the grid the exercise's kernel must be launched on (rows per program, persistent)
+    grid: tuple | Callable | None = None   # the grid the exercise's kernel must be launched on (rows per program,
+                                           # persistent); or grid(ns, M) -> tuple, None when ns cannot say
     grid_why: str = ""             # said when it was launched on another grid
     launch_args: dict | None = None  # compile-time choices the launch must make ({"BLOCK_N": 32768}), of `launches`
     launch_why: str = ""           # said when it made others
@@ -155,12 +158,13 @@ def judge_run(ex: Exercise, s: Spec, fn, op: Op, ns: dict | None = None) -> tupl
                 want = ", ".join(f"{k}={v}" for k, v in s.launch_args.items())
                 return False, (f"launched {kernel} with {made}; this call must use {want}"
                                + (f": {s.launch_why}" if s.launch_why else ""))
-    if s.grid is not None:
-        want = tuple(s.grid) + (1,) * (3 - len(s.grid))
+    grid = s.grid(ns or {}, math.prod(s.shape[:-1])) if callable(s.grid) else s.grid
+    if grid is not None:
+        want = tuple(grid) + (1,) * (3 - len(grid))
         wrong = [g for g in spy.grids.get(ex.kernels[0], []) if g is not None and g != want]
         if wrong:
-            shown = wrong[0][:len(s.grid)] if wrong[0][len(s.grid):] == (1,) * (3 - len(s.grid)) else wrong[0]
-            return False, (f"launched {ex.kernels[0]} on a grid of {shown}; this call must launch {tuple(s.grid)}"
+            shown = wrong[0][:len(grid)] if wrong[0][len(grid):] == (1,) * (3 - len(grid)) else wrong[0]
+            return False, (f"launched {ex.kernels[0]} on a grid of {shown}; this call must launch {tuple(grid)}"
                            + (f": {s.grid_why}" if s.grid_why else ""))
     n_out = len(op.outputs)
     if n_out == 1 and isinstance(out, torch.Tensor):
@@ -228,16 +232,24 @@ def judge_bad(ex: Exercise, s: Spec, fn, op: Op, ns: dict | None = None) -> tupl
         x = x.cpu()
     elif s.bad == "last_dim_stride":
         x = x.t()  # the last dimension now has stride != 1
-    try:
-        with student_call():
-            op.call(fn, x, w, b, s.eps, dict(s.kwargs))
-            _sync()
-    except (ValueError, TypeError) as e:
-        return True, f"ok: {type(e).__name__}: {str(e)[:90]}"
-    except Exception as e:
-        return False, (f"raised {type(e).__name__} from deep inside; validate first and raise a clear "
-                       f"ValueError/TypeError (helpers.check_rows_input does it)")
-    return False, "accepted bad input without an error: validate before launching (helpers.check_rows_input)"
+    # the launcher's own arguments are its to check; the tensors' are helpers.check_rows_input's
+    how = ("check it before launching" if s.bad == "kwarg"
+           else "validate before launching (helpers.check_rows_input does it)")
+    said = []
+    for kwargs in (s.kwargs, *s.bad_kwargs):
+        what = ", ".join(f"{k}={v!r}" for k, v in kwargs.items()) if s.bad == "kwarg" else "bad input"
+        try:
+            with student_call():
+                op.call(fn, x, w, b, s.eps, dict(kwargs))
+                _sync()
+        except (ValueError, TypeError) as e:
+            said.append(f"{type(e).__name__}: {str(e)[:90]}")
+            continue
+        except Exception as e:
+            return False, (f"{what}: raised {type(e).__name__} from deep inside; raise a clear ValueError/TypeError "
+                           f"first: {how}")
+        return False, f"accepted {what} without an error: {how}"
+    return True, "ok: " + " | ".join(said)
 
 
 def judge_compile(src, kernels: tuple) -> tuple[bool, str]:

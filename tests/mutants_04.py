@@ -75,6 +75,9 @@ MUTANTS = [
      [("    if not isinstance(BLOCK_M, int) or BLOCK_M < 1 or BLOCK_M & (BLOCK_M - 1):\n"
        "        raise ValueError(f\"rows_per_program must be a power of two >= 1, got {rows_per_program!r}\")\n", "")],
      ""),
+    ("rmsnorm_fwd_rows", "rows_per_program checked for oddness only (accepts 6 and 0)",
+     [("    if not isinstance(BLOCK_M, int) or BLOCK_M < 1 or BLOCK_M & (BLOCK_M - 1):\n",
+       "    if BLOCK_M != 1 and BLOCK_M % 2 == 1:\n")], "rows_per_program=6"),
     # --- rmsnorm_fwd_looped: persistent, two passes
     ("rmsnorm_fwd_looped", "writes only the first block of a row",
      [("        for off in range(0, N, BLOCK_N):\n            cols = off + tl.arange(0, BLOCK_N)\n            mask = cols < N\n",
@@ -95,7 +98,7 @@ MUTANTS = [
     ("rmsnorm_fwd_looped", "num_programs not validated (0 launches nothing)",
      [("    if not isinstance(programs, int) or programs < 1:\n"
        "        raise ValueError(f\"num_programs must be a positive int, got {num_programs!r}\")\n", "")],
-     "accepted bad input"),
+     "accepted num_programs=0 without an error"),
     ("rmsnorm_fwd_looped", "one program per row (not a persistent grid)",
      [("_rmsnorm_fwd_looped_kernel[(min(programs, M),)](", "_rmsnorm_fwd_looped_kernel[(M,)](")],
      "a persistent grid of num_programs programs"),
@@ -104,6 +107,12 @@ MUTANTS = [
       ("x = tl.load(x_row + cols, mask=cols < N, other=0.0, eviction_policy=\"evict_last\").to(tl.float32)",
        "x = tl.load(x_row + cols, mask=cols < N, other=0.0, eviction_policy=\"evict_last\").to(tl.float16)")],
      "overflow"),
+    ("rmsnorm_fwd_looped", "default grid of one program per row (num_programs=None)",
+     [("    programs = default_num_programs(M) if num_programs is None else num_programs\n",
+       "    programs = M if num_programs is None else num_programs\n")], "default_num_programs(M)"),
+    ("rmsnorm_fwd_looped", "default chunk of the whole row (block_n=None)",
+     [("    BLOCK_N = block_n_for(N, x.element_size()) if block_n is None else block_n\n",
+       "    BLOCK_N = triton.next_power_of_2(N) if block_n is None else block_n\n")], "block_n_for(N, 2) = 16384"),
     # --- kernels the interpreter runs but a GPU's compiler rejects (the "compiles for a GPU" case)
     ("rmsnorm_fwd", "x ** 2 (no power operator on a GPU)",
      [("    rstd = tl.rsqrt(tl.sum(x * x, axis=0) / N + eps)\n", "    rstd = tl.rsqrt(tl.sum(x ** 2, axis=0) / N + eps)\n")],

@@ -108,7 +108,7 @@ def test_a_broken_exercise_loses_only_itself(tmp_path, kind, edit, status, messa
     # one other exercise of the same run (the quickest) shows that the broken one took nothing else down; only the
     # hang needs a short limit, which a loaded 2-core machine must not reach on the other exercise
     path = write_variant(tmp_path, [(LAUNCH, edit + LAUNCH)])
-    limit = ["--timeout", "60"] if kind == "hangs" else []
+    limit = ["--timeout", "40"] if kind == "hangs" else []
     report, _ = run_cli(path, "--exercise", "rmsnorm_fwd", "--exercise", "rmsnorm_fwd_rows", *limit,
                         returncode=0 if status == "graded" else 3)
     by_id = {ex["id"]: ex for ex in report["notebooks"][0]["exercises"]}

@@ -2,10 +2,10 @@
 `nbgrader generate_assignment` of every lesson from solutions/ with the course's nbgrader_config.py, then for
 lesson 04 `nbgrader autograde` of three submissions and `nbgrader generate_feedback`:
 - every released notebook is the committed student copy in notebooks/ (lesson 03's CUDA C stubs included);
-- the solution scores every grade cell's points, also with one of its grade cells deleted (put back by
-  add_missing_cells);
 - the released student copy scores zero on every cell, and autograding it does not fail;
-- the solution with one mutant in exercise `rmsnorm_fwd` loses points there and keeps the other cells';
+- the solution with one mutant in exercise `rmsnorm_fwd` loses points there and keeps every point of the other
+  cells, one of which the submission deleted (put back by add_missing_cells): the solution's own code scores
+  full marks through nbgrader there (CI grades the whole solution through the CLI; one nbgrader run of it less);
 - the student copy with `check` redefined to return nothing scores zero (ScoreRequired), not nbgrader's full
   credit for a grade cell without output;
 - the feedback shows check()'s score table (case names and messages) and nothing of the hidden cases' code.
@@ -78,16 +78,15 @@ def _build_course(course):
         nbgrader(course, "generate_assignment", f"ps{lesson[:2]}")
     released = course / "release" / ASSIGNMENT / NOTEBOOK
     eps_mutant = next(edits for ex, name, edits, _ in MUTANTS if (ex, name) == ("rmsnorm_fwd", "eps outside the sqrt"))
-    solution = json.loads(SOLUTION_04.read_text())
-    solution["cells"] = [c for c in solution["cells"]
-                         if c["metadata"].get("nbgrader", {}).get("grade_id") != "check_rmsnorm_fwd_rows"]
+    mutant = json.loads(write_variant(course, eps_mutant, name="mutant.ipynb").read_text())
+    mutant["cells"] = [c for c in mutant["cells"]
+                       if c["metadata"].get("nbgrader", {}).get("grade_id") != "check_rmsnorm_fwd_rows"]
     cheat = json.loads(released.read_text())
     setup = next(i for i, c in enumerate(cheat["cells"]) if "import autograder" in "".join(c["source"])
                  or "from autograder" in "".join(c["source"]))
     cheat["cells"].insert(setup + 1, {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
                                       "source": "def check(exercise_id):\n    pass\n"})
-    submissions = {"solution": solution, "stub": released,
-                   "mutant": write_variant(course, eps_mutant, name="mutant.ipynb"), "cheat": cheat}
+    submissions = {"stub": released, "mutant": mutant, "cheat": cheat}
     for student, path in submissions.items():
         (course / "submitted" / student / ASSIGNMENT).mkdir(parents=True)
         dest = course / "submitted" / student / ASSIGNMENT / NOTEBOOK
@@ -111,9 +110,10 @@ def test_released_copy_is_the_student_notebook(course, lesson):
 
 
 def test_solution_scores_every_point(course):
-    cells = grade_cells(course, "solution")
-    assert cells == {f"check_{ex}": (float(get(ex).points),) * 2
-                     for ex in ("rmsnorm_fwd", "rmsnorm_fwd_rows", "rmsnorm_fwd_looped")}
+    """The exercises the mutant leaves as solved score every point, the deleted grade cell's included."""
+    cells = grade_cells(course, "mutant")
+    cells.pop("check_rmsnorm_fwd")
+    assert cells == {f"check_{ex}": (float(get(ex).points),) * 2 for ex in ("rmsnorm_fwd_rows", "rmsnorm_fwd_looped")}
 
 
 @pytest.mark.parametrize("student", ["stub", "cheat"])
