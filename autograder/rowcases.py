@@ -195,6 +195,8 @@ def judge_run(ex: Exercise, s: Spec, fn, op: Op, ns: dict | None = None) -> tupl
                 msg += (" | also " + " | ".join(wrong) if wrong else
                         f" ({' and '.join(n for n, _ in stats)} right: the error is in how y is formed from them)")
             msg += f". {s.hint}" if s.hint and _hint_applies(ex, s, fn, op, ns) else ""
+            if read and "NaN/Inf" in r.message:   # the guard bands hold NaN: the read is the likely cause
+                return False, f"{read.partition(' (rows past M')[0]}, the likely cause of: {msg}"
             return False, msg + (f" | also {read.partition(' (rows past M')[0]}" if read else "")
         errs.append(f"{name} {r.max_abs_err:.1e}")
     if read:

@@ -218,7 +218,8 @@ def compare(actual, expected: torch.Tensor, tol: Tolerance, *, name: str = "y",
     if bad_nonfinite.any():
         n = int(bad_nonfinite.sum())
         i = int(bad_nonfinite.flatten().nonzero()[0])
-        hint = (_row_hint(bad_nonfinite) or (". Overflow? Accumulate in fp32: convert x to float32 before "
+        hint = (_row_hint(bad_nonfinite) or _zero_row_hint(exp, bad_nonfinite)
+                or (". Overflow? Accumulate in fp32: convert x to float32 before "
                                              "squaring (x.to(tl.float32) in Triton, a float in CUDA C); or a read "
                                              "of memory outside the row (masks, strides)?")
                 if kernel_hints else "")
@@ -245,7 +246,25 @@ def _rows(t: torch.Tensor) -> torch.Tensor:
     return t.reshape(-1, t.shape[-1]) if t.ndim >= 1 else t.reshape(1, 1)
 
 
+def _zero_row_hint(exp: torch.Tensor, bad: torch.Tensor) -> str:
+    """NaN/Inf in rows whose reference is all zeros (x = 0 there): 0 * 1/sqrt(0) when eps is missing."""
+    if exp.ndim == 0 or exp.numel() == 0:
+        return ""
+    e, b = _rows(exp), _rows(bad)
+    zero = (e == 0).all(dim=1)
+    if zero.any() and bool(b.any(dim=1)[zero].any()) and not bool(b.any(dim=1)[~zero].any()):
+        return ("; only rows of zeros came out NaN/Inf: 0 * 1/sqrt(0) is NaN. Is eps added inside the square "
+                "root (rsqrt(mean + eps))?")
+    return ""
+
+
 def _unwritten_hint(unwritten: torch.Tensor) -> str:
+    if unwritten.ndim == 1:   # one value per row (rstd, mean): the rows are its elements
+        k = int(unwritten.nonzero()[0])
+        if bool(unwritten[k:].all()):
+            return (f"; unwritten from row {k} on: does every program store this value for each of its own rows "
+                    "(offsets by row, not by program)?")
+        return "."
     u = _rows(unwritten)
     rows_all = u.all(dim=1)
     if rows_all.any() and not rows_all.all():
@@ -276,7 +295,10 @@ def _error_hint(act: torch.Tensor, exp: torch.Tensor, bad: torch.Tensor) -> str:
         c = int(first_bad_col[0]) if len(first_bad_col) else 0
         # a tail: column 0 right everywhere, and (nearly) every column from c on wrong in the wrong rows, not a
         # scatter of rounding errors that happens to miss column 0
-        if c > 0 and bool(b[:, 0].logical_not().all()) and float(b[bad_rows][:, c:].float().mean()) > 0.9:
+        # at a block boundary (a multiple of 16, or past half the row): elsewhere column 0 is right by chance
+        boundary = c % 16 == 0 or c >= n_cols // 2
+        if (c > 0 and boundary and bool(b[:, 0].logical_not().all())
+                and float(b[bad_rows][:, c:].float().mean()) > 0.9):
             return (f"; only columns >= {c} are wrong: check the column mask "
                     "(cols < N) and the last chunk of the row")
     # every bad row scaled by one factor -> the normaliser (eps, N) is wrong

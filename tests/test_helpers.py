@@ -413,3 +413,23 @@ def test_compare_outputs_says_what_came_back_instead_of_failing_to_unpack():
     ok = helpers.compare_outputs("rmsnorm", (y_ref.float(), rstd_ref.float()), (y_ref, rstd_ref), torch.float32,
                                  names=("y", "rstd"))
     assert len(ok) == 2 and all(ok)
+
+
+def test_hints_for_rows_of_zeros_one_value_per_row_and_tails_off_a_block_boundary():
+    ref = torch.zeros(3, 8, dtype=torch.float64)
+    ref[1] = 1.0
+    y = ref.float().clone()
+    y[[0, 2]] = float("nan")                                   # 0 * 1/sqrt(0): eps left out
+    assert "eps added inside the square root" in compare(y, ref, TOL).message
+    from helpers.compare import poison_
+    rstd_out = poison_(torch.empty(40))
+    rstd_out[:16] = 1.0
+    m = compare(rstd_out, torch.ones(40, dtype=torch.float64), TOL).message
+    assert "unwritten from row 16 on" in m and "column" not in m
+    wide = torch.randn(4, 40, dtype=torch.float64).abs() + 0.5
+    off_by_one = wide.float().clone()
+    off_by_one[:, 1:] += 1                                     # column 0 right by chance, not a block's tail
+    assert "column mask" not in compare(off_by_one, wide, TOL).message
+    block = wide.float().clone()
+    block[:, 16:] += 1                                         # from a block boundary on: the mask
+    assert "columns >= 16" in compare(block, wide, TOL).message
