@@ -48,11 +48,6 @@ def lesson_of(path: Path) -> str:
                      "with --lesson")
 
 
-def _gpu() -> bool:
-    from helpers.env import on_gpu
-    return on_gpu()
-
-
 def _failed(ex, status: str, message: str, done: list | None = None, gpu: bool = False, rest: str = "") -> dict:
     """A result for an exercise whose process did not finish: the cases it graded before (done) keep their
     rows; the next fails with `message`, the others with `rest` (default: the same), except the cases that could
@@ -186,10 +181,6 @@ def _readable(path: Path) -> str | None:
         code_cells(path)
     except ValueError as e:
         return str(e)
-    nb = json.loads(path.read_text())
-    if nb.get("nbformat", 4) < 4:
-        return (f"{path} is an nbformat {nb.get('nbformat')} notebook: convert it with "
-                "`jupyter nbconvert --to notebook --nbformat 4`")
     return None
 
 
@@ -236,7 +227,8 @@ def main(argv=None) -> int:
     if problems:
         p.error("nothing was graded:\n  " + "\n  ".join(problems))
 
-    gpu = _gpu()
+    from helpers.env import on_gpu
+    gpu = on_gpu()
     report = {"notebooks": []}
     entries, tasks = [], []
     for path, lesson in plan:

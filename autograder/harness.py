@@ -215,7 +215,7 @@ MATH_OPS = frozenset({
 })
 
 
-class _ForbiddenOpsSeen(TorchDispatchMode):
+class _AtenOpsSeen(TorchDispatchMode):
     """Records every ATen op, reached by any route, whose name holds a forbidden one: torch._softmax,
     torch._C._VariableFunctions.softmax and Tensor.softmax all end in aten._softmax. The Python patches of
     student_call name the function the student wrote; this catches the routes they cannot reach. With
@@ -365,7 +365,7 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN, torch_math: bool = Fals
                 patch(torch.ops.aten, op, _RecordedOp(aten_op, f"torch.ops.aten.{op}", spy.forbidden.append))
         watching = forbidden or torch_math
         math = spy.torch_math if torch_math else None
-        with _ForbiddenOpsSeen(tuple(forbidden), spy.forbidden.append, math) if watching else contextlib.nullcontext():
+        with _AtenOpsSeen(tuple(forbidden), spy.forbidden.append, math) if watching else contextlib.nullcontext():
             yield spy
     finally:
         for owner, name, orig in reversed(patched):

@@ -23,6 +23,9 @@ def code_cells(path: str | Path, run_tags=()) -> list[tuple[int, str, dict]]:
         nb = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ValueError(f"cannot read notebook {path}: {e}") from None
+    if isinstance(nb, dict) and nb.get("nbformat", 4) < 4:
+        raise ValueError(f"{path} is an nbformat {nb['nbformat']} notebook: convert it with "
+                         "`jupyter nbconvert --to notebook --nbformat 4`")
     if not isinstance(nb, dict) or "cells" not in nb:
         raise ValueError(f"{path} is not a Jupyter notebook (no 'cells')")
     out = []

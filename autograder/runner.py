@@ -8,7 +8,7 @@ import textwrap
 import contextlib
 import traceback
 
-from .registry import Exercise, get
+from .registry import Exercise, for_lesson, get
 
 STUB_MARKER = "YOUR CODE HERE"   # of every stub region (autograder.stubs; helpers.cudac.STUB_TODO, a test keeps them equal)
 
@@ -62,7 +62,6 @@ def untouched_stubs(ex: Exercise, ns: dict) -> list[str]:
 
 def _used_stubs(ex: Exercise, ns: dict) -> str:
     """'' or a note naming the functions of earlier exercises that this one calls and that are still stubs."""
-    from .registry import for_lesson
     names = [n for n in ex.uses if n in ns and holds_stub(source_of(ns[n]))]
     if not names:
         return ""
@@ -138,11 +137,13 @@ def run_case(case, ns: dict) -> tuple[bool, str]:
         return False, f"raised {_short_error(e)}{where}{hint}"
 
 
-def grade(ex: Exercise | str, ns: dict, *, gpu: bool | None = None, on_case=None) -> dict:
+def grade(ex: Exercise | str, ns: dict, *, gpu: bool | None = None, on_case=None, cases=None, until=None) -> dict:
     """Grade one exercise: {'id', 'earned', 'possible', 'skipped', 'cases': [...]}.
 
     on_case(name, rows), if given, is called before each case runs with the rows of the cases before it (the
-    grading CLI keeps them, so that a case that crashes the process loses only itself)."""
+    grading CLI keeps them, so that a case that crashes the process loses only itself). cases: the cases to run,
+    in that order (default: all of the exercise's); until(row): stop after the first row it accepts (the mutant
+    tests stop at the case that rejects the mutant)."""
     if isinstance(ex, str):
         ex = get(ex)
     if not isinstance(ns, dict):
@@ -153,10 +154,10 @@ def grade(ex: Exercise | str, ns: dict, *, gpu: bool | None = None, on_case=None
     missing = [n for n in ex.functions if n not in ns]
     stubs = untouched_stubs(ex, ns)
     used_stubs = _used_stubs(ex, ns)
-    cases = []
-    for case in ex.cases:
+    rows = []
+    for case in ex.cases if cases is None else cases:
         if on_case is not None:
-            on_case(case.name, cases)
+            on_case(case.name, rows)
         row = {"name": case.name, "points": case.points, "passed": False, "skipped": False}
         reason = skip_reason(case, gpu)
         if reason:
@@ -172,16 +173,18 @@ def grade(ex: Exercise | str, ns: dict, *, gpu: bool | None = None, on_case=None
             elif not ok and used_stubs:
                 msg = f"{msg} ({used_stubs})"
             row.update(passed=ok, message=msg)
-        cases.append(row)
-    if any(c["passed"] for c in cases):   # code above a kept `# YOUR CODE HERE` and `pass`: it runs, partly right
-        for c in cases:
+        rows.append(row)
+        if until is not None and until(row):
+            break
+    if any(c["passed"] for c in rows):   # code above a kept `# YOUR CODE HERE` and `pass`: it runs, partly right
+        for c in rows:
             if c.get("message", "").startswith("not implemented yet"):
                 c["message"] += (" (yet other cases pass: if your code sits above the `# YOUR CODE HERE` and `pass` "
                                  "lines, delete those two lines to see what is wrong here)")
-    earned = sum(c["points"] for c in cases if c["passed"])
-    skipped = sum(c["points"] for c in cases if c["skipped"])
+    earned = sum(c["points"] for c in rows if c["passed"])
+    skipped = sum(c["points"] for c in rows if c["skipped"])
     return {"id": ex.id, "title": ex.title, "earned": earned, "possible": ex.points,
-            "skipped": skipped, "status": "graded", "cases": cases}
+            "skipped": skipped, "status": "graded", "cases": rows}
 
 
 def format_table(result: dict, width: int = 110) -> str:

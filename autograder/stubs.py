@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import textwrap
 
+from nbformat.v4 import new_output
 from nbgrader.preprocessors import ClearSolutions, NbGraderPreprocessor
 
 from .runner import STUB_MARKER
@@ -114,7 +115,6 @@ class ScoreRequired(NbGraderPreprocessor):
         scores = [o for o in outputs if o.get("output_type") == "execute_result"
                   and _is_number(o.get("data", {}).get("text/plain", ""))]
         if not scores:
-            from nbformat.v4 import new_output
             cell.outputs = [*outputs, new_output(
                 "error", ename="NoScore",
                 evalue="check(...) showed no score: this grade cell must end with the points that check returns",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import for_lesson, get
+from autograder import for_lesson, get, grade
 from autograder.notebook import load
 
 from conftest import ROOT, write_variant
@@ -47,22 +47,11 @@ def assert_rejected(tmp_path, lesson, exercise, name, edits, expect):
 
 
 def grade_until_rejected(ex, ns, expect) -> dict:
-    """grade() that stops at the first failing case whose message holds `expect` (any failing case when expect is
-    empty): what the test asks is whether the mutant is rejected with that message, and most are by an early case,
-    so CI does not grade the rest. The compile-for-a-GPU case (a subprocess) runs last."""
-    from autograder.runner import run_case, skip_reason
-    from helpers.env import on_gpu
-
-    gpu = on_gpu()
-    rows = []
-    for case in sorted(ex.cases, key=lambda c: c.needs == "triton-compile"):
-        reason = skip_reason(case, gpu)
-        ok, msg = (False, f"skipped: {reason}") if reason else run_case(case, ns)
-        rows.append({"name": case.name, "points": case.points, "passed": ok, "skipped": bool(reason), "message": msg})
-        if not ok and not reason and (not expect or expect in msg):
-            break
-    return {"id": ex.id, "earned": sum(r["points"] for r in rows if r["passed"]), "possible": ex.points,
-            "cases": rows}
+    """grade() stopped at the first failing case whose message holds `expect` (any failing case when expect is
+    empty): the test asks whether the mutant is rejected with that message, and most are by an early case, so CI
+    does not grade the rest. The compile-for-a-GPU case (a subprocess) runs last."""
+    return grade(ex, ns, cases=sorted(ex.cases, key=lambda c: c.needs == "triton-compile"),
+                 until=lambda row: not row["passed"] and not row["skipped"] and (not expect or expect in row["message"]))
 
 
 def assert_result_rejects(result, name, expect):

@@ -746,18 +746,14 @@ def _chunked_m2(x: torch.Tensor, chunk: int) -> torch.Tensor:
 
 
 def _last_chunk_counted_full(x: torch.Tensor, chunk: int, correction: int):
-    """(var, mean) in float64 when the last, shorter chunk is merged with count `chunk` instead of its length."""
-    n = mean = m2 = None
-    for c in x.double().split(chunk, dim=-1):
-        nc, mc = float(chunk), c.mean(-1)
-        m2c = ((c - mc.unsqueeze(-1)) ** 2).sum(-1)
-        if n is None:
-            n, mean, m2 = nc, mc, m2c
-            continue
-        tot = n + nc
-        delta = mc - mean
-        mean, m2, n = mean + delta * nc / tot, m2 + m2c + delta ** 2 * n * nc / tot, tot
-    return m2 / (n - correction), mean
+    """(var, mean) in float64 when the last, shorter chunk is merged with count `chunk` instead of its length:
+    Chan's merge of all chunks at once, M2 = sum of the chunks' M2 + sum of n_i (mean_i - mean)^2."""
+    chunks = x.double().split(chunk, dim=-1)
+    n = torch.tensor([float(c.shape[-1]) for c in chunks[:-1]] + [float(chunk)], dtype=torch.float64)
+    means = torch.stack([c.mean(-1) for c in chunks], dim=-1)
+    mean = (means * n).sum(-1) / n.sum()
+    m2 = _chunked_m2(x, chunk) + (n * (means - mean.unsqueeze(-1)) ** 2).sum(-1)
+    return m2 / (n.sum() - correction), mean
 
 
 LAST_CHUNK_HINT = ("; that is what merging the last chunk with count {chunk} gives: it holds only {tail} values "
