@@ -4,7 +4,8 @@ Grades notebooks with runtime dependencies only. Each exercise runs in its own p
 input closed) with a timeout, so a crash (even a CUDA illegal address), a hang or a process left behind loses
 only that exercise; the cases graded before a crash keep their result, and the message names the case (or the
 notebook's loading) that crashed or ran out of time. Cases that cannot run here (needs a GPU) are reported as
-skipped, never as passed. Every path is checked before anything is graded, the JSON is rewritten after each
+skipped, never as passed. A cell of the notebook that runs longer than --cell-timeout is stopped and recorded
+as a cell error, and not run again for the notebook's other exercises. Every path is checked before anything is graded, the JSON is rewritten after each
 notebook, and the exit status is 0 when every exercise was graded, 3 when one crashed or timed out or a file
 could not be read (the JSON lists them all), 2 for a bad command line.
 
@@ -23,12 +24,14 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from .registry import EXERCISES, for_lesson, get, lessons
 
 ROOT = Path(__file__).resolve().parent.parent
 CRASHED = ("crashed", "timeout", "unreadable", "invalid")
+CELL_TIMEOUT = 60.0   # seconds a notebook cell may run while the worker loads it (only definitions run there)
 # code that reaches into the grader or the process (patching it, or rewriting its result file)
 SUSPICIOUS = re.compile(r"\bautograder\b|\batexit\b|sys\.argv|os\._exit|\bdef check\b|\bcheck\s*=[^=]|"
                         r"sys\.modules|__builtins__|\bbuiltins\b|sys\.settrace|\bgc\.get_objects\b")
@@ -61,7 +64,7 @@ def _failed(ex, status: str, message: str, done: list | None = None, gpu: bool =
                      "message": f"skipped: {reason}" if reason else (message if k == 0 or not rest else rest)})
     return {"id": ex.id, "title": ex.title, "earned": sum(r["points"] for r in rows if r["passed"]),
             "possible": ex.points, "skipped": sum(r["points"] for r in rows if r["skipped"]), "status": status,
-            "cases": rows, "cell_errors": []}
+            "cases": rows, "cell_errors": [], "seconds": 0.0}
 
 
 def _valid(result: dict, ex) -> bool:
@@ -83,11 +86,27 @@ def _kill_group(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def grade_in_subprocess(path: Path, ex, timeout: float, gpu: bool = False) -> dict:
+def grade_in_subprocess(path: Path, ex, timeout: float, gpu: bool = False, cell_timeout: float = CELL_TIMEOUT,
+                        stopped_cells: dict | None = None) -> dict:
+    """Grade exercise `ex` of notebook `path` in a worker process; its wall time is the result's "seconds".
+    stopped_cells: {cell index: why} of cells that ran out of time for another exercise of this notebook; the
+    worker does not run them, and the cells that run out of time here are added to it."""
+    start, cell_timeout = time.monotonic(), min(cell_timeout, timeout / 2)
+    result = _grade_in_subprocess(path, ex, timeout, gpu, cell_timeout, stopped_cells)
+    for i in result.pop("stopped_cells", []):
+        if stopped_cells is not None:
+            stopped_cells.setdefault(i, f"it ran over {cell_timeout:g} s while exercise {ex.id} was graded")
+    result["seconds"] = round(time.monotonic() - start, 1)
+    return result
+
+
+def _grade_in_subprocess(path: Path, ex, timeout: float, gpu: bool, cell_timeout: float,
+                         stopped_cells: dict | None) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out, progress, log = Path(tmp) / "result.json", Path(tmp) / "progress.json", Path(tmp) / "log.txt"
         cmd = [sys.executable, "-X", "faulthandler", "-m", "autograder", "_worker", str(path), ex.id, str(out),
-               str(progress)]
+               str(progress), "--cell-timeout", str(cell_timeout),
+               "--skip-cells", json.dumps({str(i): why for i, why in dict(stopped_cells or {}).items()})]
         env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONBREAKPOINT="0")
         with open(log, "w") as sink:
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT, env=env,
@@ -135,7 +154,18 @@ def _crash_summary(log: Path) -> str:
     return " | ".join(lines[-3:])[:300]
 
 
-def worker(path: str, exercise_id: str, out: str, progress: str | None = None) -> int:
+def _lesson_defined(ns: dict, lesson: str) -> str | None:
+    """Another lesson all of whose graded functions the notebook's namespace defines (a notebook saved under the
+    wrong lesson's name), else None."""
+    for other in lessons():
+        needed = {n for ex in for_lesson(other) for n in ex.functions}
+        if other != lesson and needed and all(n in ns for n in needed):
+            return other
+    return None
+
+
+def worker(path: str, exercise_id: str, out: str, progress: str | None = None, cell_timeout: float | None = None,
+           skip_cells: dict | None = None) -> int:
     from .notebook import load
     from .runner import grade
 
@@ -144,15 +174,21 @@ def worker(path: str, exercise_id: str, out: str, progress: str | None = None) -
             Path(progress).write_text(json.dumps({"phase": phase, "cases": cases}))
 
     note("loading", [])
-    ns, errors = load(path)
+    ns, errors = load(path, cell_timeout=cell_timeout, skip_cells=skip_cells or {})
     ex = get(exercise_id)
     result = grade(ex, ns, on_case=note)
     missing = [n for n in ex.functions if n not in ns]
+    why = ""
     if missing and errors:   # the cell that defines it raised: say which, where the case says "not defined"
-        for c in result["cases"]:
-            if c["message"].startswith("not defined"):
-                c["message"] = f"{c['message']}; the notebook's cells raised: {errors[0]}"
+        why = f"; the notebook's cells raised: {errors[0]}"
+    if missing == list(ex.functions) and (other := _lesson_defined(ns, ex.lesson)):
+        why += (f"; this notebook defines the functions of lesson {other}, not {ex.lesson}: is it that lesson's "
+                "notebook under another name? (grade it with --lesson)")
+    for c in result["cases"]:
+        if why and c["message"].startswith("not defined"):
+            c["message"] += why
     result["cell_errors"] = errors
+    result["stopped_cells"] = [int(m.group(1)) for e in errors if (m := re.match(r"cell (\d+): ran over ", e))]
     Path(out).write_text(json.dumps(result))
     return 0
 
@@ -196,15 +232,22 @@ def main(argv=None) -> int:
     g.add_argument("--exercise", action="append", help="grade only this exercise id (repeatable)")
     g.add_argument("--lesson", help="the lesson of every path, where file names do not say it (e.g. 01_pytorch_norms)")
     g.add_argument("--jobs", "-j", type=int, default=1, help="exercises graded at once (default 1)")
+    g.add_argument("--cell-timeout", type=float, default=CELL_TIMEOUT,
+                   help=f"seconds a notebook cell may run before it is stopped (default {CELL_TIMEOUT:g}, at most "
+                        "half the exercise's timeout)")
     w = sub.add_parser("_worker")
     w.add_argument("path"); w.add_argument("exercise"); w.add_argument("out"); w.add_argument("progress", nargs="?")
+    w.add_argument("--cell-timeout", type=float); w.add_argument("--skip-cells", type=json.loads, default={})
     a = p.parse_args(argv)
     if a.cmd == "_worker":
-        return worker(a.path, a.exercise, a.out, a.progress)
+        return worker(a.path, a.exercise, a.out, a.progress, a.cell_timeout,
+                      {int(i): why for i, why in a.skip_cells.items()})
 
     # everything the command line says is checked before anything is graded
     if a.timeout is not None and a.timeout <= 0:
         p.error(f"--timeout must be a positive number of seconds, got {a.timeout:g}")
+    if a.cell_timeout <= 0:
+        p.error(f"--cell-timeout must be a positive number of seconds, got {a.cell_timeout:g}")
     if a.jobs < 1:
         p.error(f"--jobs must be at least 1, got {a.jobs}")
     known = lessons()            # loads the registry
@@ -271,8 +314,9 @@ def main(argv=None) -> int:
             if pending[i] == 0:
                 finish(entry)
         with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as pool:
-            futures = {pool.submit(grade_in_subprocess, entries[i]["path"], ex, a.timeout or ex.timeout_s, gpu):
-                       (i, k) for i, k, ex in tasks}
+            stopped = [{} for _ in entries]   # per notebook: cells that ran out of time for one of its exercises
+            futures = {pool.submit(grade_in_subprocess, entries[i]["path"], ex, a.timeout or ex.timeout_s, gpu,
+                                   a.cell_timeout, stopped[i]): (i, k) for i, k, ex in tasks}
             for fut in concurrent.futures.as_completed(futures):
                 i, k = futures[fut]
                 entries[i]["exercises"][k] = fut.result()

@@ -3,7 +3,8 @@
 Cells that only look (tagged `visible-check`, `benchmark` or `figure`) and nbgrader grade cells that are
 not answers (the `check(...)` cells) are skipped, unless their tag is asked for (`run_tags`); IPython magics
 and shell lines are dropped.
-A cell that raises is recorded and the rest still run, as they would for a student.
+A cell that raises is recorded and the rest still run, as they would for a student; with `cell_timeout`, a cell
+that runs longer is stopped and recorded the same way (as nbgrader's `interrupt_on_timeout` does).
 """
 from __future__ import annotations
 
@@ -12,9 +13,16 @@ import io
 import json
 import linecache
 import os
+import signal
+import threading
 from pathlib import Path
 
 SKIP_TAGS = {"visible-check", "benchmark", "figure"}
+
+
+class CellTimeout(BaseException):
+    """Raised into a cell that ran past load()'s cell_timeout; a BaseException, so `except Exception` in the
+    cell does not swallow it (and it is raised again every second, for a bare `except:`)."""
 
 
 def code_cells(path: str | Path, run_tags=()) -> list[tuple[int, str, dict]]:
@@ -47,10 +55,15 @@ def strip_magics(src: str) -> str:
     return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in src.splitlines())
 
 
-def load(path: str | Path, quiet: bool = True, run_tags=()) -> tuple[dict, list[str]]:
+def load(path: str | Path, quiet: bool = True, run_tags=(), cell_timeout: float | None = None,
+         skip_cells=()) -> tuple[dict, list[str]]:
     """Execute the notebook's code cells in a fresh namespace; return (namespace, cell errors).
 
     run_tags: tags of looking cells to run too, in notebook order (e.g. ("visible-check",) with quiet=False).
+    cell_timeout: seconds a cell may run (checked between Python bytecodes, so a single long C call finishes
+    first); needs the main thread of a POSIX process, elsewhere it is ignored.
+    skip_cells: {cell index: why} of cells not to run (the CLI passes the cells that ran out of time for an
+    earlier exercise of the same notebook); each is recorded as a cell error.
     """
     import helpers  # noqa: F401  (switches Triton to the interpreter before any kernel is defined)
 
@@ -66,22 +79,50 @@ def load(path: str | Path, quiet: bool = True, run_tags=()) -> tuple[dict, list[
 
     os._exit = exit_refused
     try:
-        _run_cells(path, run_tags, ns, errors, stem, quiet)
+        _run_cells(path, run_tags, ns, errors, stem, quiet, cell_timeout, dict(skip_cells))
     finally:
         os._exit = exit_process
     return ns, errors
 
 
-def _run_cells(path, run_tags, ns: dict, errors: list, stem: str, quiet: bool) -> None:
+def _time_limit(seconds: float | None):
+    """A context in which CellTimeout is raised after `seconds` (and every second after), where signals allow."""
+    if not seconds or not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        return contextlib.nullcontext()
+
+    def overrun(signum, frame):
+        raise CellTimeout(f"ran over {seconds:g} s and was stopped")
+
+    @contextlib.contextmanager
+    def limited():
+        previous = signal.signal(signal.SIGALRM, overrun)
+        signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)
+        try:
+            yield
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+    return limited()
+
+
+def _run_cells(path, run_tags, ns: dict, errors: list, stem: str, quiet: bool, cell_timeout=None,
+               skip_cells=None) -> None:
+    skip_cells = skip_cells or {}
     for i, src, _ in code_cells(path, run_tags):
+        if i in skip_cells:
+            errors.append(f"cell {i}: not run: {skip_cells[i]}")
+            continue
         code = strip_magics(src)
         filename = f"<{stem}-cell-{i}>"
         # Triton (and inspect) read kernel source through linecache, as in Jupyter.
         linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
         sink = io.StringIO()
         try:
-            with contextlib.redirect_stdout(sink) if quiet else contextlib.nullcontext():
+            with contextlib.redirect_stdout(sink) if quiet else contextlib.nullcontext(), _time_limit(cell_timeout):
                 exec(compile(code, filename, "exec"), ns)
+        except CellTimeout as e:
+            errors.append(f"cell {i}: {e} (a loop at top level that never ends, or work that belongs in a "
+                          "function?)")
         except (Exception, SystemExit, KeyboardInterrupt) as e:  # a broken cell: keep going, as in Jupyter
             errors.append(f"cell {i}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300])
 

@@ -377,3 +377,33 @@ def test_cli_survives_messy_submissions(tmp_path):
     (ex,) = by_path[unreadable.name]["exercises"]
     assert by_path[unreadable.name]["status"] == "unreadable" and ex["status"] == "unreadable"
     assert "cannot read notebook" in ex["cases"][0]["message"]
+
+
+def test_a_cell_that_never_ends_is_stopped_once_per_notebook(tmp_path):
+    """A top-level loop (here one that swallows every exception) becomes a cell error after the cell limit, the
+    exercise keeps its points, and the notebook's next exercise does not run that cell again."""
+    from autograder.cli import grade_in_subprocess
+    nb = json.loads((ROOT / "solutions" / "02_stable_reductions.ipynb").read_text())
+    nb["cells"].append({"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+                        "source": "while True:\n    try:\n        pass\n    except:\n        pass\n"})
+    path = tmp_path / "02_stable_reductions.ipynb"
+    path.write_text(json.dumps(nb))
+    last, stopped = len(nb["cells"]) - 1, {}
+    first = grade_in_subprocess(path, get("butterfly_reduce"), 60, cell_timeout=2, stopped_cells=stopped)
+    assert first["status"] == "graded" and first["earned"] == first["possible"]
+    assert first["cell_errors"] == [f"cell {last}: ran over 2 s and was stopped (a loop at top level that never "
+                                    "ends, or work that belongs in a function?)"]
+    assert list(stopped) == [last] and first["seconds"] > 2
+    second = grade_in_subprocess(path, get("stable_softmax"), 60, cell_timeout=2, stopped_cells=stopped)
+    assert second["earned"] == second["possible"]
+    assert second["cell_errors"] == [f"cell {last}: not run: it ran over 2 s while exercise butterfly_reduce "
+                                     "was graded"]
+
+
+def test_a_notebook_under_another_lessons_name_is_named(tmp_path):
+    from autograder.cli import grade_in_subprocess
+    path = tmp_path / "01_pytorch_norms.ipynb"
+    path.write_text((ROOT / "solutions" / "02_stable_reductions.ipynb").read_text())
+    result = grade_in_subprocess(path, get("rms_norm"), 60)
+    assert result["earned"] == 0
+    assert "defines the functions of lesson 02_stable_reductions, not 01_pytorch_norms" in result["cases"][0]["message"]
