@@ -273,8 +273,8 @@ def _unwritten_hint(unwritten: torch.Tensor) -> str:
                 "program store its own rows?")
     if u.any(dim=1).all() and not u[:, 0].any():
         col = int(u.any(dim=0).nonzero()[0])
-        return (f"; every row is unwritten from column {col} on: the kernel covers only the first "
-                "block of each row (loop over the row, or make the block at least N long)")
+        return (f"; every row is unwritten from column {col} on: the kernel covers only the first {col} columns "
+                "of each row (one block shorter than N? or a loop over the row that stops early: check its bound)")
     return "."
 
 

@@ -123,8 +123,10 @@ def test_a_broken_exercise_loses_only_itself(tmp_path, kind, edit, status, messa
         assert all(c["passed"] or c["skipped"] for c in by_id[other]["cases"]), other
 
 
-def test_out_of_bounds_write_is_caught(tmp_path):
+def test_out_of_bounds_write_is_caught(tmp_path, capsys):
     # Store one element past the row: the last row writes into the guard band after y.
+    import torch
+    from autograder import run_guarded
     path = write_variant(tmp_path, [("tl.store(Y + row * stride_y + cols, y.to(Y.dtype.element_ty), mask=mask)",
                                      "tl.store(Y + row * stride_y + cols + 1, y.to(Y.dtype.element_ty), mask=mask)")])
     ns, _ = load(path)
@@ -132,6 +134,9 @@ def test_out_of_bounds_write_is_caught(tmp_path):
     messages = " | ".join(c["message"] for c in result["cases"] if not c["passed"])
     assert result["earned"] < result["possible"]
     assert "wrote out of bounds" in messages
+    capsys.readouterr()
+    run_guarded(ns["rmsnorm_fwd"], torch.randn(5, 300), None, 1e-6)   # a visible check's call: fails loudly
+    assert capsys.readouterr().out.startswith("FAILED: rmsnorm_fwd wrote out of bounds")
 
 
 def test_cli_checks_every_path_before_grading(tmp_path):
