@@ -78,6 +78,8 @@ MUTANTS = [
     ("rmsnorm_fwd_rows", "rows_per_program checked for oddness only (accepts 6 and 0)",
      [("    if not isinstance(BLOCK_M, int) or BLOCK_M < 1 or BLOCK_M & (BLOCK_M - 1):\n",
        "    if BLOCK_M != 1 and BLOCK_M % 2 == 1:\n")], "rows_per_program=6"),
+    ("rmsnorm_fwd_rows", "default rows_per_program chosen by M instead of N",
+     [("rows_per_program_for(N) if", "rows_per_program_for(M) if")], "rows_per_program_for(N) = 4"),
     # --- rmsnorm_fwd_looped: persistent, two passes
     ("rmsnorm_fwd_looped", "writes only the first block of a row",
      [("        for off in range(0, N, BLOCK_N):\n            cols = off + tl.arange(0, BLOCK_N)\n            mask = cols < N\n",

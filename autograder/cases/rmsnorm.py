@@ -56,6 +56,10 @@ _exercise(
         Spec("rows_per_program=16, N=1, M=37", (37, 1), kwargs={"rows_per_program": 16}, seed=32),
         Spec("rows_per_program=2, bf16 300x512, strided", (300, 512), BF16, row_pad=8,
              kwargs={"rows_per_program": 2}, seed=33),
+        Spec("rows_per_program=None, N=2048, M=300 (the default by N)", (300, 2048), launch_args={"BLOCK_M": 4},
+             grid=(75,), grid_why=ROWS_GRID,
+             launch_why="rows_per_program=None takes rows_per_program_for(N) = 4 at N=2048 (by N, the row length, "
+                        "not by M)", seed=35),
         Spec("bad input: rows_per_program=3, 6, 0 (powers of two >= 1 only)", (6, 64),
              kwargs={"rows_per_program": 3}, bad="kwarg", bad_kwargs=({"rows_per_program": 6}, {"rows_per_program": 0}),
              seed=34),
