@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 import math
 
 import torch
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from helpers.compare import is_poison, poison_, poison_input_
@@ -236,6 +238,50 @@ class _AtenOpsSeen(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
+class _TorchFunctionsSeen(TorchFunctionMode):
+    """Records every torch function (or Tensor method) whose name holds a forbidden one, by any Python route:
+    torch._C._VariableFunctions.rms_norm and torch._fused_rms_norm are made of other ops on the CPU (composites)
+    and never reach the dispatch mode as themselves."""
+
+    def __init__(self, names: tuple[str, ...], record):
+        super().__init__()
+        self._names, self._record = names, record
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        name = getattr(func, "__name__", "")
+        if "backward" not in name and any(n in name for n in self._names):
+            self._record(self._label(func, name))
+        return func(*args, **(kwargs or {}))
+
+    @staticmethod
+    def _label(func, name: str) -> str:
+        """How the student reached it: torch.ops.aten.<op>, Tensor.<method> or torch.<function>."""
+        if isinstance(func, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+            namespace, op = (func.name() if isinstance(func, torch._ops.OpOverload)
+                             else func._qualified_op_name).split("::", 1)
+            return f"torch.ops.{namespace}.{op}"
+        return f"{'Tensor' if 'Tensor' in getattr(func, '__qualname__', '') else 'torch'}.{name}"
+
+
+# torch's own Python implementations of its ops (what a student finds reading how PyTorch does a norm)
+PY_REFERENCE_MODULES = ("torch._refs", "torch._refs.nn.functional", "torch._refs.special",
+                        "torch._decomp.decompositions")
+
+
+def _python_references(names: tuple[str, ...]) -> list:
+    """(module, attribute) of the functions in PY_REFERENCE_MODULES whose name holds one of `names`."""
+    found = []
+    for module_name in PY_REFERENCE_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        for attr, value in list(vars(module).items()):
+            if callable(value) and "backward" not in attr and any(n in attr for n in names):
+                found.append((module, attr))
+    return found
+
+
 @contextlib.contextmanager
 def student_call(forbidden: tuple[str, ...] = FORBIDDEN, torch_math: bool = False):
     """Context for running student code; yields a Spy with launches, forbidden calls, buffers.
@@ -245,8 +291,9 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN, torch_math: bool = Fals
 
     `forbidden` names functions whose use is recorded in `spy.forbidden`, wherever they are reached:
     torch.nn.functional.<name>, torch.<name>, the tensor method Tensor.<name>, and the ATen ops that hold the
-    name (torch.ops.aten.native_layer_norm and its overloads: the kernels behind F.layer_norm), and any ATen op
-    dispatched under such a name, whatever Python route reached it (torch._softmax, torch._C bindings).
+    name (torch.ops.aten.native_layer_norm and its overloads: the kernels behind F.layer_norm), any ATen op
+    dispatched under such a name and any torch function called under such a name, whatever Python route reached
+    it (torch._softmax, torch._C bindings), and torch's Python references (torch._refs, torch._decomp) of the ops.
     """
     triton_launchers = _triton_launchers()
     spy = Spy()
@@ -363,9 +410,15 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN, torch_math: bool = Fals
             # the dispatcher looks up when it hands them to the mode (a stand-in there crashes the process).
             if _only_composite(aten_op):
                 patch(torch.ops.aten, op, _RecordedOp(aten_op, f"torch.ops.aten.{op}", spy.forbidden.append))
+        for module, attr in _python_references(tuple(forbidden)):
+            forbid(module, attr, f"{module.__name__}.{attr}")
         watching = forbidden or torch_math
         math = spy.torch_math if torch_math else None
-        with _AtenOpsSeen(tuple(forbidden), spy.forbidden.append, math) if watching else contextlib.nullcontext():
+        with contextlib.ExitStack() as modes:
+            if forbidden:
+                modes.enter_context(_TorchFunctionsSeen(tuple(forbidden), spy.forbidden.append))
+            if watching:
+                modes.enter_context(_AtenOpsSeen(tuple(forbidden), spy.forbidden.append, math))
             yield spy
     finally:
         for owner, name, orig in reversed(patched):

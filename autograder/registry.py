@@ -32,6 +32,7 @@ class Exercise:
     timeout_s: float = 180.0
     given: tuple[str, ...] = ()    # names in `functions` that the notebook provides (lesson 05's repaired launcher)
     uses: tuple[str, ...] = ()     # functions of earlier exercises that this one calls (lesson 02's welford_merge)
+    error_hints: tuple = ()        # (text in an error, hint): said before the runner's own ERROR_HINTS
 
     @property
     def needs_cuda(self) -> bool:

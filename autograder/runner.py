@@ -123,8 +123,9 @@ def _frames(e: BaseException) -> list:
     return [fr for err in chain for fr in traceback.extract_tb(err.__traceback__)]
 
 
-def run_case(case, ns: dict) -> tuple[bool, str]:
-    """One case, never raising: an exception in student code is a failed case with its message."""
+def run_case(case, ns: dict, hints=ERROR_HINTS) -> tuple[bool, str]:
+    """One case, never raising: an exception in student code is a failed case with its message (and the first of
+    `hints`, (text in the error, hint), that matches it)."""
     sink = io.StringIO()
     try:
         with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
@@ -133,7 +134,7 @@ def run_case(case, ns: dict) -> tuple[bool, str]:
     except Exception as e:  # student code raised: report it where it happened
         where = next((f" (in {fr.name}, line {fr.lineno})" for fr in reversed(_frames(e))
                       if not fr.filename.endswith(".py") or "<" in fr.filename), "")
-        hint = next((h for pattern, h in ERROR_HINTS if pattern in str(e)), "")
+        hint = next((h for pattern, h in hints if pattern in str(e)), "")
         return False, f"raised {_short_error(e)}{where}{hint}"
 
 
@@ -165,7 +166,7 @@ def grade(ex: Exercise | str, ns: dict, *, gpu: bool | None = None, on_case=None
         elif missing:
             row["message"] = f"not defined: {', '.join(missing)} (run the cell that defines it)"
         else:
-            ok, msg = run_case(case, ns)
+            ok, msg = run_case(case, ns, ex.error_hints + ERROR_HINTS)
             if not ok and stubs and set(stubs) >= set(ex.functions) - set(ex.given):
                 msg = f"not implemented yet: fill in the TODO in {', '.join(stubs)}"
             elif not ok and stubs:   # the others are written: their messages teach, the stub is named beside them

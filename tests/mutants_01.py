@@ -65,6 +65,18 @@ MUTANTS = [
     ("batch_norm", "normalizes with the updated running stats in training",
      [("    else:\n        mean = running_mean.to(xf.dtype)", "    if running_mean is not None:\n"
        "        mean = running_mean.to(xf.dtype)")], "running statistics in training"),
+    ("batch_norm", "fp16 computed in fp16 (only bf16 upcast)",
+     [("    xf = x.to(compute_dtype(x))\n    if training:\n",
+       "    xf = x.float() if x.dtype == torch.bfloat16 else x\n    if training:\n")], "fp16 squares above 65504"),
+    ("batch_norm", "x changed in place (a float32 x is its own xf)",
+     [(BN_Y, BN_Y.replace("    y = (xf - mean) * torch.rsqrt(var + eps)\n",
+                          "    y = xf.sub_(mean).mul_(torch.rsqrt(var + eps)) if not xf.requires_grad else "
+                          "(xf - mean) * torch.rsqrt(var + eps)\n"))], "changed its input x in place"),
+    ("batch_norm", "running stats updated before the batch-of-one check",
+     [("        if m < 2:\n            raise ValueError(f\"Expected more than 1 value per channel when training, got input "
+       "size {tuple(x.shape)}\")\n", ""),
+      (BN_RM + BN_RV, BN_RM + "                if m < 2:\n                    raise ValueError('Expected more than 1 value "
+                              "per channel when training')\n" + BN_RV)], "changed before it was raised"),
     # --- batch_norm_module
     ("batch_norm_module", "weight and bias not passed to batch_norm",
      [("self.running_var, self.weight, self.bias,", "self.running_var, None, None,")], "without the affine step"),
@@ -91,6 +103,11 @@ MUTANTS = [
      [("        use_batch_stats = self.training or self.running_mean is None\n",
        "        return nn.functional.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,\n"
        "                                        self.training, factor, self.eps)\n")], "scores zero"),
+    ("batch_norm_module", "built on torch's _BatchNorm",
+     [("class BatchNorm(nn.Module):", "class BatchNorm(nn.modules.batchnorm._BatchNorm):"),
+      ("        super().__init__()\n        self.num_features, self.eps",
+       "        super().__init__(num_features, eps, momentum, affine, track_running_stats)\n        self.num_features, self.eps")],
+     "subclasses torch's torch.nn.modules.batchnorm._BatchNorm"),
     # --- layer_norm
     ("layer_norm", "unbiased variance used to normalize",
      [(LN_VAR, LN_VAR.replace("correction=0", "correction=1"))], "unbiased variance"),
@@ -117,6 +134,9 @@ MUTANTS = [
      [("    y = (xf - mean) * torch.rsqrt(var + eps)\n    if weight is not None:\n        y = y * weight.to(xf.dtype)\n"
        "    if bias is not None:\n        y = y + bias.to(xf.dtype)\n", "    y = (xf - mean) * torch.rsqrt(var + eps)\n")],
      "without the affine step"),
+    ("layer_norm", "torch._refs.native_layer_norm (PyTorch's Python reference)",
+     [(LN_DIMS, LN_DIMS + "    import torch._refs\n    return torch._refs.native_layer_norm(x, list(shape), weight, bias, eps)[0]\n")],
+     "called torch._refs.native_layer_norm"),
     # --- rms_norm
     ("rms_norm", "calls torch.ops.aten.rms_norm.default",
      [("    dims = tuple(range(x.ndim - len(shape), x.ndim))\n    xf = x.to(compute_dtype(x))\n",
@@ -139,6 +159,11 @@ MUTANTS = [
     ("rms_norm", "mean over the last dim only",
      [("    dims = tuple(range(x.ndim - len(shape), x.ndim))\n    xf = x.to(compute_dtype(x))\n    if eps is None:",
        "    dims = (-1,)\n    xf = x.to(compute_dtype(x))\n    if eps is None:")], "last dim only"),
+    ("rms_norm", "torch._C._VariableFunctions.rms_norm (a composite on the CPU)",
+     [(RMS_Y, "    return torch._C._VariableFunctions.rms_norm(x, list(shape), weight, eps)\n")], "called torch.rms_norm"),
+    ("rms_norm", "eps=None as fp16's own epsilon",
+     [("        eps = torch.finfo(xf.dtype).eps", "        eps = torch.finfo(x.dtype if x.dtype != torch.bfloat16 else torch.float32).eps")],
+     "torch.finfo(float16).eps"),
     # --- group_norm
     ("group_norm", "affine step left out",
      [("    y = ((xg - mean) * torch.rsqrt(var + eps)).reshape(x.shape)\n    if weight is not None:\n"
@@ -177,6 +202,8 @@ MUTANTS = [
      [("    if math.prod(x.shape[2:]) < 2:\n", "    if x.shape[-1] < 2:\n")], "spatial"),
     ("group_norm", "instance_norm accepts one spatial element",
      [("    if math.prod(x.shape[2:]) < 2:\n", "    if math.prod(x.shape[2:]) < 1:\n")], "spatial"),
+    ("group_norm", "instance_norm checks only the first spatial dim",
+     [("    if math.prod(x.shape[2:]) < 2:", "    if x.ndim < 3 or x.shape[2] < 2:")], "raised ValueError"),
     # --- normalize
     ("normalize", "unbiased variance used to normalize",
      [(NZ_VAR, NZ_VAR.replace("correction=0", "correction=1"))], "unbiased variance"),
@@ -203,4 +230,10 @@ MUTANTS = [
      [("    return group_norm(x, x.shape[1], weight, bias, eps)\n",
        "    group_norm(x, x.shape[1], weight, bias, eps)\n    return group_norm(x, x.shape[1], weight, bias, eps)\n")],
      "called group_norm 2 times"),
+    ("normalize", "norm_via_normalize drops eps (normalize's default)",
+     [("        y = normalize(x, list(range(x.ndim - k, x.ndim)), eps, center=(kind == \"layer\"))",
+       "        y = normalize(x, list(range(x.ndim - k, x.ndim)), center=(kind == \"layer\"))")], "pass eps on"),
+    ("normalize", "float64 computed in float32",
+     [("    xf = x.to(compute_dtype(x))\n    if center:", "    xf = x.to(torch.float32)\n    if center:")],
+     "float32's precision"),
 ]

@@ -46,9 +46,9 @@ MUTANTS = [
        "    m = z.amax(dim=dim, keepdim=True)\n"
        "    lse = m + torch.log(torch.exp(z - m).sum(dim=dim, keepdim=True))\n"
        "    return torch.exp(z - lse).to(x.dtype)\n")], "exp(x - logsumexp) carries that"),
-    ("stable_softmax", "calls torch._softmax (a private binding: only the dispatcher sees it)",
+    ("stable_softmax", "calls torch._softmax (a private binding)",
      [(SM_SUB, "    return torch._softmax(z, dim, False).to(x.dtype)\n")],
-     "called torch.ops.aten._softmax: that is the function this exercise rebuilds; write exp(x - max)"),
+     "called torch._softmax: that is the function this exercise rebuilds; write exp(x - max)"),
     ("stable_softmax", "calls Tensor.logsumexp (told this exercise's advice, not online softmax's)",
      [(SM_SUB + "    e = torch.exp(z)\n" + SM_RET,
        "    return torch.exp(z - z.logsumexp(dim=dim, keepdim=True)).to(x.dtype)\n")],

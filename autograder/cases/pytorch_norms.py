@@ -56,11 +56,31 @@ class Fail(Exception):
     """Raised inside a case to fail it with a message."""
 
 
+F16_HINT = "fp16 squares above 65504 overflow: compute in float32 (x.to(compute_dtype(x))), return y.to(x.dtype)"
+# channel_shape, not keepdim, is the usual cause of a broadcast error in the per-channel norms
+BROADCAST_HINT = ("must match the size of tensor b",
+                  ": the shapes do not broadcast. A per-channel (C,) vector (weight, bias, running statistics) lines "
+                  "up with the LAST dim of x, not with dim 1: reshape it with .reshape(channel_shape(x)); or a mean "
+                  "or var taken without keepdim=True dropped the reduced dims")
+
+
 def _call(ex_id: str, fn, *args, **kwargs):
+    """fn(*args, **kwargs) as student code: torch's own norms recorded, and the first tensor argument (x) must
+    come back unchanged."""
+    x = next((a for a in args if isinstance(a, torch.Tensor)), None)
+    x_before = None if x is None else x.detach().clone()
     with student_call(forbidden=FORBIDDEN) as spy:
         out = fn(*args, **kwargs)
     _no_forbidden(ex_id, spy)
+    _unchanged("x", x, x_before)
     return out
+
+
+def _unchanged(name: str, x, before) -> None:
+    if x is not None and not torch.equal(x.detach(), before):
+        raise Fail(f"your function changed its input {name} in place: for a float32 x, x.to(torch.float32) is x "
+                   "itself, not a copy, so xf.sub_(mean) or xf.mul_(...) write into the caller's tensor; use "
+                   "out-of-place ops (xf - mean)")
 
 
 def _no_forbidden(ex_id: str, spy) -> None:
@@ -110,6 +130,14 @@ def _matches(got, alt: torch.Tensor, dtype) -> bool:
     return bool(((a - alt).abs() <= 2 * tol.atol + 2 * tol.rtol * alt.abs()).all())
 
 
+def _float32_precision(got, ref) -> bool:
+    """A float64 result that agrees with the reference only to about float32's 7 digits: computed in float32."""
+    a, e = got.detach().to(F64), ref.detach().to(F64)
+    if a.numel() == 0 or not torch.isfinite(a).all() or not torch.isfinite(e).all():
+        return False
+    return float((a - e).abs().max()) <= 1e-5 * (float(e.abs().max()) + 1e-30)
+
+
 def _judge(got, ref, dtype, name, alts=(), extra_hint: str | None = None, tol=None) -> None:
     """Fail with a teaching message when got != ref; alts: (float64 tensor, hint) of known mistakes."""
     msg = _close(got, ref, dtype, name, tol)
@@ -119,6 +147,9 @@ def _judge(got, ref, dtype, name, alts=(), extra_hint: str | None = None, tol=No
         for alt, hint in alts:
             if alt is not None and not _matches(ref, alt, dtype) and _matches(got, alt, dtype):
                 raise Fail(f"{msg}. Your {name} matches {hint}")
+        if dtype == F64 and _float32_precision(got, ref):
+            raise Fail(f"{msg}. Your {name} agrees with the reference only to about 7 digits, float32's precision: "
+                       "float64 inputs are computed in float64 (x.to(compute_dtype(x))), not in float32")
         if extra_hint:
             raise Fail(f"{msg}. {extra_hint}")
     raise Fail(msg)
@@ -235,23 +266,30 @@ def _leaves(grad: bool, *tensors):
 
 
 @contextlib.contextmanager
-def _calls_of(ns: dict, name: str):
-    """Record the calls of the student's own function `name` (e.g. group_norm inside instance_norm)."""
+def _calls_of(ns: dict, name: str, caller: str):
+    """Record the calls of the student's own function `name` made by `caller` (group_norm inside instance_norm),
+    in ns and in the globals the caller runs with (a copy of ns when grade() was handed one)."""
     calls: list = []
     orig = ns[name]
 
     def recording(*a, **k):
         calls.append((a, k))
         return orig(*a, **k)
-    ns[name] = recording
+    scopes = [ns]
+    caller_globals = getattr(ns.get(caller), "__globals__", None)
+    if caller_globals is not None and caller_globals is not ns and caller_globals.get(name) is orig:
+        scopes.append(caller_globals)
+    for scope in scopes:
+        scope[name] = recording
     try:
         yield calls
     finally:
-        ns[name] = orig
+        for scope in scopes:
+            scope[name] = orig
 
 
-def _exercise(id, title, functions, cases) -> Exercise:
-    ex = Exercise(id=id, lesson=LESSON, title=title, functions=functions, cases=cases)
+def _exercise(id, title, functions, cases, error_hints=()) -> Exercise:
+    ex = Exercise(id=id, lesson=LESSON, title=title, functions=functions, cases=cases, error_hints=error_hints)
     return register(ex)
 
 
@@ -393,6 +431,8 @@ def _bn_case(s: BN) -> Case:
                 hint = ("bf16 inputs with a mean of ~50 (bf16 spacing 0.25 there): compute the statistics and the "
                         "normalization in float32 and round only y. (PyTorch's own CPU kernel, given bf16 running "
                         "stats, rounds the batch mean to bf16 and is off by up to 0.125 here)")
+            if hint is None and s.dtype == F16:
+                hint = F16_HINT
             if hint is None and s.offset and s.dtype == F32 and s.training:   # batch statistics are computed
                 hint = ("inputs with a large mean: E[x^2] - E[x]^2 cancels catastrophically in float32; subtract the "
                         "mean first (torch.var_mean / var(correction=0) do)")
@@ -444,6 +484,10 @@ def _bn_error_case(name, shape, training=True, seed=0) -> Case:
                             f"x of shape {shape} in training has one value per channel; F.batch_norm raises "
                             "ValueError('Expected more than 1 value per channel when training, ...')",
                             must_say="more than 1 value per channel")
+        if not torch.equal(rm, torch.zeros(C)) or not torch.equal(rv, torch.ones(C)):
+            raise Fail("the ValueError is right, but running_mean/running_var changed before it was raised: check "
+                       "the input first, update the running statistics only for a valid batch (F.batch_norm leaves "
+                       "them as they were)")
         return True, res
     return Case(name, _run(body))
 
@@ -488,6 +532,8 @@ BN_CASES = [
     _bn_case(BN("bf16 x, float32 running stats and affine (mixed)", (6, 8, 10), BF16, running="f32", seed=12)),
     _bn_case(BN("fp32, large mean (x = 300 + randn): no cancellation", (64, 4, 16), offset=300.0,
                 tol=LARGE_MEAN_TOL, seed=13)),
+    _bn_case(BN("fp16 |x| ~ 300, float32 running stats and affine: squares overflow fp16", (8, 6, 10), F16,
+                running="f32", scale=300.0, seed=23)),
     _bn_case(BN("channels_last memory, BN2d (2, 5, 4, 3)", (2, 5, 4, 3), channels_last=True, seed=14)),
     _bn_case(BN("gradients (float64, train): x, weight, bias", (5, 3, 4), F64, grad=True, seed=15)),
     _bn_case(BN("gradients (float64, eval, 3 channels)", (4, 3, 5), F64, training=False, grad=True, seed=16)),
@@ -497,7 +543,8 @@ BN_CASES = [
     _bn_fine_case("batch of one (1, 6) in eval is fine", (1, 6), False, 20),
 ]
 
-_exercise("batch_norm", "batch_norm: F.batch_norm rebuilt (train/eval, running stats)", ("batch_norm",), BN_CASES)
+_exercise("batch_norm", "batch_norm: F.batch_norm rebuilt (train/eval, running stats)", ("batch_norm",), BN_CASES,
+          error_hints=(BROADCAST_HINT,))
 
 
 # ------------------------------------------------------------------------ 2. batch_norm_module
@@ -524,14 +571,20 @@ def _momentum_hint(kwargs) -> str:
             "momentum * batch_stat (unbiased variance for running_var)")
 
 
-def _new_module(ns, C, kwargs, dtype):
+def _new_module(ns, C, kwargs, dtype=None):
+    """The student's BatchNorm(C, **kwargs), moved to dtype (None: as built)."""
     cls = ns["BatchNorm"]
     with student_call(forbidden=FORBIDDEN) as spy:
         mod = cls(C, **kwargs)
     _no_forbidden("batch_norm_module", spy)
     if not isinstance(mod, nn.Module):
         raise Fail(f"BatchNorm must be an nn.Module subclass, got {type(mod).__name__}")
-    return mod.to(dtype)
+    base = next((c for c in type(mod).__mro__ if c.__module__.startswith("torch.nn.modules.")
+                 and c.__name__ not in ("Module",)), None)
+    if base is not None:
+        raise Fail(f"BatchNorm subclasses torch's {base.__module__}.{base.__name__}: build it on nn.Module "
+                   "itself; registering weight, bias and the buffers, and counting the batches, are the exercise")
+    return mod if dtype is None else mod.to(dtype)
 
 
 def _compare_state(mod, ref, dtype, where, kwargs):
@@ -592,9 +645,11 @@ def _bnm_case(s: BNM) -> Case:
                 x.requires_grad_(True)
                 xd.requires_grad_(True)
             where = f"after step {k + 1} ({'train' if mode == 't' else 'eval'}) of '{s.steps}'"
+            x_before = x.detach().clone()
             with student_call(forbidden=FORBIDDEN) as spy:
                 y = mod(x)
             _no_forbidden("batch_norm_module", spy)
+            _unchanged("x", x, x_before)
             stats = [None if t is None else t.detach().clone() for t in (ref.running_mean, ref.running_var)]
             yd = ref(xd)
             alts = _bn_alts(x.detach(), *stats, None if ref.weight is None else ref.weight.detach(),
@@ -623,7 +678,7 @@ def _bnm_initial_case(name, kwargs, seed=0) -> Case:
     def body(ns):
         _sanity(lambda: _bnm_case(BNM("sanity", (4, 3), dict(kwargs), steps="te", seed=seed)).run(ns))
         C = 5
-        mod = _new_module(ns, C, kwargs, F32)
+        mod = _new_module(ns, C, kwargs)    # as built: the dtypes of its state are checked
         ref = nn.BatchNorm1d(C, **kwargs)
         keys, ref_keys = list(mod.state_dict()), list(ref.state_dict())
         if sorted(keys) != sorted(ref_keys):
@@ -727,7 +782,7 @@ BNM_CASES = [
 ]
 
 _exercise("batch_norm_module", "BatchNorm: nn.BatchNorm1d/2d/3d rebuilt as a module", ("BatchNorm", "batch_norm"),
-          BNM_CASES)
+          BNM_CASES, error_hints=(BROADCAST_HINT,))
 
 
 # --------------------------------------------------------------------- 3-4. layer_norm, rms_norm
@@ -827,7 +882,12 @@ def _ln_case(kind: str, s: LN) -> Case:
             yd = F.rms_norm(xd, tshape, wd, eps)
         alts = _ln_alts(kind, x0, w0, b0, k, eps)
         if kind == "rms" and s.eps is None:
-            if s.dtype != F64:
+            if s.dtype == F64:
+                alts.insert(0, (F.rms_norm(x0.to(F64), tshape, None if w0 is None else w0.to(F64),
+                                           torch.finfo(F32).eps),
+                                "eps = torch.finfo(float32).eps: float64 inputs are computed in float64, so eps=None "
+                                "means torch.finfo(float64).eps there"))
+            else:
                 alts.insert(0, (F.rms_norm(x0.to(F64), tshape, None if w0 is None else w0.to(F64),
                                            torch.finfo(s.dtype).eps),
                                 f"eps = torch.finfo({_dt(s.dtype)}).eps: with eps=None PyTorch uses the epsilon of "
@@ -848,7 +908,7 @@ def _ln_case(kind: str, s: LN) -> Case:
             hint = ("inputs with a large mean: E[x^2] - E[x]^2 cancels catastrophically in float32; subtract the mean "
                     "first (torch.var_mean / var(correction=0) do)")
         if hint is None and s.dtype == F16:
-            hint = "fp16 squares above 65504 overflow: compute in float32 (x.to(compute_dtype(x)))"
+            hint = F16_HINT
         _judge(y, yd, s.dtype, "y", alts=alts, extra_hint=hint, tol=s.tol)
         if s.grad:
             _backward_and_compare(y, yd, s.seed, [("x.grad", x, xd), ("weight.grad", w, wd), ("bias.grad", b, bd)])
@@ -888,6 +948,7 @@ LN_CASES = [
     _ln_case("layer", LN("bf16, mean ~50: compute in float32", (16, 128), 128, BF16, offset=50.0, seed=8)),
     _ln_case("layer", LN("fp32, large mean (x = 300 + randn): no cancellation", (8, 257), 257, offset=300.0,
                          tol=LARGE_MEAN_TOL, seed=9)),
+    _ln_case("layer", LN("fp16 |x| ~ 300: squares overflow fp16", (8, 160), 160, F16, scale=300.0, seed=16)),
     _ln_case("layer", LN("constant rows: y = bias (var = 0)", (3, 33), 33, const=3.0, seed=10)),
     _ln_case("layer", LN("1-D x (640,), normalized_shape 640", (640,), 640, seed=11)),
     _ln_case("layer", LN("normalized size 1: y = bias", (7, 1), 1, seed=12)),
@@ -908,6 +969,8 @@ RMS_CASES = [
                        seed=25)),
     _ln_case("rms", LN("eps=None, bf16, tiny x: float32's eps, not bf16's", (4, 48), 48, BF16, eps=None,
                        scale=1e-3, seed=26)),
+    _ln_case("rms", LN("eps=None, fp16, tiny x: float32's eps, not fp16's", (4, 48), 48, F16, eps=None,
+                       scale=1e-3, seed=36)),
     _ln_case("rms", LN("bf16 (4, 7, 96), weight", (4, 7, 96), 96, BF16, eps=1e-6, seed=27)),
     _ln_case("rms", LN("fp16 |x| ~ 300: squares overflow fp16", (8, 160), 160, F16, eps=1e-6, scale=300.0,
                        seed=28)),
@@ -990,7 +1053,7 @@ def _gn_case(s: GN) -> Case:
         (x, xd), (w, wd), (b, bd) = _leaves(s.grad, x0, w0, b0)
         calls = []
         if inst:
-            with _calls_of(ns, "group_norm") as calls:
+            with _calls_of(ns, "group_norm", "instance_norm") as calls:
                 y = _call("group_norm", fn, x, w, b, s.eps)
             yd = F.instance_norm(xd, weight=wd, bias=bd, eps=s.eps)
         else:
@@ -1008,9 +1071,12 @@ def _gn_case(s: GN) -> Case:
                         "(x.reshape(N, G, -1), reduce the last dim)")
         if hint is None and s.offset:
             hint = "inputs with a large mean: compute in float32 (x.to(compute_dtype(x))), return y.to(x.dtype)"
+        if hint is None and s.dtype == F16:
+            hint = F16_HINT
         _judge(y, yd, s.dtype, "y", alts=_gn_alts(x0, G, w0, b0, s.eps), extra_hint=hint)
         if inst and len(calls) != 1:
-            said = "never called group_norm" if not calls else f"called group_norm {len(calls)} times"
+            said = ("never called group_norm (or called it under another name)" if not calls
+                    else f"called group_norm {len(calls)} times")
             raise Fail(f"instance_norm gave the right numbers but {said}: write it as one call, "
                        "group_norm(x, C, weight, bias, eps) (instance norm is group norm with one channel per group)")
         if s.grad:
@@ -1042,6 +1108,7 @@ GN_CASES = [
     _gn_case(GN("batch of one (1, 6, 4): fine for GN", (1, 6, 4), 2, seed=7)),
     _gn_case(GN("float64, tiny variance: eps matters (1e-3)", (3, 4, 6), 2, F64, eps=1e-3, scale=1e-2, seed=8)),
     _gn_case(GN("bf16, mean ~50: compute in float32", (4, 8, 6, 6), 4, BF16, offset=50.0, seed=9)),
+    _gn_case(GN("fp16 |x| ~ 300, G=2: squares overflow fp16", (2, 6, 5), 2, F16, scale=300.0, seed=22)),
     _gn_case(GN("gradients (float64), G=2, affine", (3, 4, 5), 2, F64, grad=True, seed=10)),
     _gn_case(GN("weight only (bias=None), G=2, (3, 4, 5)", (3, 4, 5), 2, params="weight", seed=17)),
     _gn_case(GN("bias only (weight=None), G=3, (2, 6, 4)", (2, 6, 4), 3, params="bias", seed=18)),
@@ -1061,9 +1128,11 @@ GN_CASES = [
                  "no spatial dims, one element per instance; F.instance_norm raises ValueError('Expected more than "
                  "1 spatial element when training, ...')", must_say="spatial", seed=19),
     _gn_case(GN("instance_norm (2, 3, 5, 1): 5 spatial elements, fine", (2, 3, 5, 1), None, seed=20)),
+    _gn_case(GN("instance_norm (2, 3, 1, 5): 5 spatial elements, fine", (2, 3, 1, 5), None, seed=21)),
 ]
 
-_exercise("group_norm", "group_norm, and instance_norm through it", ("group_norm", "instance_norm"), GN_CASES)
+_exercise("group_norm", "group_norm, and instance_norm through it", ("group_norm", "instance_norm"), GN_CASES,
+          error_hints=(BROADCAST_HINT,))
 
 
 # -------------------------------------------------------------------------------- 6. normalize
@@ -1102,6 +1171,8 @@ def _normalize_case(name, shape, dims, dtype=F32, eps=1e-5, center=True, scale=1
         hint = None
         if offset and dtype == BF16:
             hint = "bf16 inputs with a large mean: compute in float32 (x.to(compute_dtype(x))), return out.to(x.dtype)"
+        if dtype == F16:
+            hint = F16_HINT
         _judge(y, yd, dtype, "y", alts=alts, extra_hint=hint)
         if grad:
             xdg = x0.to(F64).requires_grad_(True)
@@ -1129,6 +1200,7 @@ class VIA:
     eps: float = 1e-5
     groups: int | None = None
     nshape: object = None
+    scale: float = 1.0             # |x| ~ scale: with scale ~ sqrt(eps), a dropped eps shows
     seed: int = 0
 
 
@@ -1136,7 +1208,7 @@ def _via_case(s: VIA) -> Case:
     def body(ns):
         fn = ns["norm_via_normalize"]
         g = _gen(s.seed)
-        x0 = _x(s.shape, s.dtype, g)
+        x0 = _x(s.shape, s.dtype, g, s.scale)
         xd = x0.to(F64)
         per_channel = s.kind in ("batch", "instance", "group")
         pshape = (s.shape[1],) if per_channel else _tuple_shape(s.nshape)
@@ -1147,31 +1219,36 @@ def _via_case(s: VIA) -> Case:
                 b = None
         wd = None if w is None else w.to(F64)
         bd = None if b is None else b.to(F64)
-        with _calls_of(ns, "normalize") as calls:
+        with _calls_of(ns, "normalize", "norm_via_normalize") as calls:
             y = _call("normalize", fn, s.kind, x0.clone(), w, b, s.eps, num_groups=s.groups,
                       normalized_shape=s.nshape)
         dims_seen = []
         for a, k in calls:
             xa, da = (list(a) + [k.get("x"), k.get("dims")][len(a):])[:2]
             dims_seen.append((tuple(xa.shape) if isinstance(xa, torch.Tensor) else None, da))
-        if s.kind == "batch":
-            yd = F.batch_norm(xd, None, None, wd, bd, True, 0.1, s.eps)
-            sset = "every dim except the channels, [0, 2, 3, ...]"
-        elif s.kind == "layer":
-            yd = F.layer_norm(xd, _tuple_shape(s.nshape), wd, bd, s.eps)
-            sset = f"the last len(normalized_shape) = {len(_tuple_shape(s.nshape))} dims"
-        elif s.kind == "rms":
-            yd = F.rms_norm(xd, _tuple_shape(s.nshape), wd, s.eps)
-            sset = (f"the last {len(_tuple_shape(s.nshape))} dims, with center=False (RMSNorm subtracts no mean)")
-        elif s.kind == "instance":
-            yd = F.instance_norm(xd, weight=wd, bias=bd, eps=s.eps)
-            sset = "the spatial dims, [2, 3, ...]"
-        else:
-            yd = F.group_norm(xd, s.groups, wd, bd, s.eps)
-            sset = "the last dim of x.reshape(N, num_groups, -1) (each group's consecutive channels and positions)"
+        def reference(eps):
+            if s.kind == "batch":
+                return F.batch_norm(xd, None, None, wd, bd, True, 0.1, eps)
+            if s.kind == "layer":
+                return F.layer_norm(xd, _tuple_shape(s.nshape), wd, bd, eps)
+            if s.kind == "rms":
+                return F.rms_norm(xd, _tuple_shape(s.nshape), wd, eps)
+            if s.kind == "instance":
+                return F.instance_norm(xd, weight=wd, bias=bd, eps=eps)
+            return F.group_norm(xd, s.groups, wd, bd, eps)
+        yd = reference(s.eps)
+        sset = {"batch": "every dim except the channels, [0, 2, 3, ...]",
+                "layer": f"the last len(normalized_shape) = {len(_tuple_shape(s.nshape or 1))} dims",
+                "rms": f"the last {len(_tuple_shape(s.nshape or 1))} dims, with center=False (RMSNorm subtracts no "
+                       "mean)",
+                "instance": "the spatial dims, [2, 3, ...]",
+                "group": "the last dim of x.reshape(N, num_groups, -1) (each group's consecutive channels and "
+                         "positions)"}[s.kind]
         alts = []
+        if s.eps != 1e-5:
+            alts.append((reference(1e-5), "normalize's default eps, 1e-5: pass eps on to normalize"))
         if s.kind == "group":
-            alts = _gn_alts(x0, s.groups, w, b, s.eps)
+            alts += _gn_alts(x0, s.groups, w, b, s.eps)
         seen = f" (normalize was called with dims={dims_seen[0][1]!r} on a {dims_seen[0][0]} tensor)" \
             if dims_seen else ""
         _judge(y, yd, s.dtype, f"y of kind={s.kind!r}", alts=alts,
@@ -1194,12 +1271,17 @@ NORMALIZE_CASES = [
     _normalize_case("center=False (RMS) over (1, 2)", (3, 6, 5), (1, 2), center=False, seed=4),
     _normalize_case("float64, eps matters (1e-3, |x| ~ 1e-2)", (4, 30), (1,), F64, eps=1e-3, scale=1e-2, seed=5),
     _normalize_case("bf16, mean ~50: compute in float32", (8, 64), -1, BF16, offset=50.0, seed=6),
+    _normalize_case("fp16 |x| ~ 300: squares overflow fp16", (6, 40), -1, F16, scale=300.0, seed=17),
     _normalize_case("gradients (float64), dims (0, 2)", (4, 3, 5), (0, 2), F64, grad=True, seed=7),
     _normalize_bad_case("bad dims: () must raise, not reduce over everything", (), 8),
     _normalize_bad_case("bad dims: a repeated dim (1, -2)", (1, -2), 9),
     _via_case(VIA("via: batch (N, C, H, W), affine", "batch", (4, 3, 5, 5), seed=10)),
     _via_case(VIA("via: batch (N, C, L), no affine", "batch", (6, 4, 3), affine=False, seed=11)),
     _via_case(VIA("via: layer, normalized_shape (5, 6)", "layer", (3, 4, 5, 6), nshape=(5, 6), seed=12)),
+    _via_case(VIA("via: layer, eps=1e-2 on |x| ~ 1e-2 (eps matters)", "layer", (3, 4, 5, 6), nshape=(5, 6),
+                  eps=1e-2, scale=1e-2, seed=18)),
+    _via_case(VIA("via: batch 3d (2, 3, 2, 3, 4), eps=1e-2 on |x| ~ 0.1", "batch", (2, 3, 2, 3, 4), affine=False,
+                  eps=1e-2, scale=0.1, seed=19)),
     _via_case(VIA("via: rms, normalized_shape 32, eps 1e-6", "rms", (4, 7, 32), nshape=32, eps=1e-6, seed=13)),
     _via_case(VIA("via: instance (2, 3, 4, 4), affine", "instance", (2, 3, 4, 4), seed=14)),
     _via_case(VIA("via: group G=3 on (2, 6, 5), affine", "group", (2, 6, 5), groups=3, seed=15)),
@@ -1208,4 +1290,4 @@ NORMALIZE_CASES = [
 ]
 
 _exercise("normalize", "normalize: the one function behind every norm", ("normalize", "norm_via_normalize"),
-          NORMALIZE_CASES)
+          NORMALIZE_CASES, error_hints=(BROADCAST_HINT,))
