@@ -52,6 +52,7 @@ class Spy:
         self.args: dict[str, list] = {}    # kernel name -> the integer and bool arguments of each launch, by name
         self.forbidden: list[str] = []
         self.torch_math: list[str] = []      # ATen math ops run on float tensors (student_call(torch_math=True))
+        self.copied_out: list[str] = []      # float data taken out of torch: Tensor.numpy, tolist (same switch)
         self.buffers: list[tuple[torch.Tensor, int, int, tuple, torch.dtype]] = []
         self.watched: list[tuple[str, torch.Tensor]] = []   # inputs in guard bands (guarded_input): their names
         self.oob_reads: list[str] = []
@@ -214,6 +215,7 @@ MATH_OPS = frozenset({
     "mean", "sum", "nansum", "var", "std", "var_mean", "std_mean", "norm", "linalg_vector_norm", "amax", "amin",
     "max", "min", "maximum", "minimum", "clamp", "clamp_min", "clamp_max", "addcmul", "addcdiv", "lerp", "cumsum",
     "prod", "logsumexp", "matmul", "mm", "bmm", "addmm", "baddbmm", "einsum", "where", "tanh", "sigmoid",
+    "mv", "addmv", "dot", "vdot",
 })
 
 
@@ -286,8 +288,9 @@ def _python_references(names: tuple[str, ...]) -> list:
 def student_call(forbidden: tuple[str, ...] = FORBIDDEN, torch_math: bool = False):
     """Context for running student code; yields a Spy with launches, forbidden calls, buffers.
 
-    torch_math: record in `spy.torch_math` the ATen ops that compute on float tensors (MATH_OPS): a kernel
-    exercise's launcher should only check, allocate and launch.
+    torch_math: record in `spy.torch_math` the ATen ops that compute on float tensors (MATH_OPS), and in
+    `spy.copied_out` float data taken out of torch (Tensor.numpy, tolist, __array__) to compute on elsewhere: a
+    kernel exercise's launcher should only check, allocate and launch.
 
     `forbidden` names functions whose use is recorded in `spy.forbidden`, wherever they are reached:
     torch.nn.functional.<name>, torch.<name>, the tensor method Tensor.<name>, and the ATen ops that hold the
@@ -352,6 +355,14 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN, torch_math: bool = Fals
             return orig(*a, **k)
         patch(owner, name, wrapper)
 
+    def copying_out(method, label):
+        @functools.wraps(method)
+        def wrapper(self, *a, **k):
+            if self.is_floating_point() and self.numel() > 1:
+                spy.copied_out.append(label)
+            return method(self, *a, **k)
+        return wrapper
+
     def checking_stores(store):
         # Triton's interpreter writes wherever an unmasked store points: a store far outside every tensor given to
         # the kernel would overwrite the grader's memory (or crash it), so it is refused before it is made
@@ -412,6 +423,9 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN, torch_math: bool = Fals
                 patch(torch.ops.aten, op, _RecordedOp(aten_op, f"torch.ops.aten.{op}", spy.forbidden.append))
         for module, attr in _python_references(tuple(forbidden)):
             forbid(module, attr, f"{module.__name__}.{attr}")
+        if torch_math:
+            for name in ("numpy", "tolist", "__array__"):
+                patch(torch.Tensor, name, copying_out(getattr(torch.Tensor, name), f"Tensor.{name}"))
         watching = forbidden or torch_math
         math = spy.torch_math if torch_math else None
         with contextlib.ExitStack() as modes:

@@ -139,6 +139,9 @@ def judge_run(ex: Exercise, s: Spec, fn, op: Op, ns: dict | None = None) -> tupl
         return False, (f"computed with PyTorch outside the kernel (aten {ops} on float tensors): the kernel does "
                        "the math, the launcher only checks the inputs, allocates the outputs and launches "
                        "(a PyTorch composite scores zero)")
+    if spy.copied_out:
+        return False, (f"took the data out of torch ({spy.copied_out[0]} of a float tensor) to compute on it: the "
+                       "kernel does the math, the launcher only checks the inputs, allocates the outputs and launches")
     if not any(spy.launches.get(k) for k in ex.kernels):
         what = "CUDA kernel" if ex.needs_cuda else "Triton kernel"
         return False, (f"no {what} was launched: {ex.functions[0]} must launch "

@@ -127,4 +127,41 @@ MUTANTS = [
     ("layernorm", "fp16 rows up to 8 KB to the tile kernel, like fp32",
      [("(x.element_size() == 4 and row_bytes <= 8192)", "(x.dtype != torch.bfloat16 and row_bytes <= 8192)")],
      "should launch _layernorm_fwd_looped_kernel"),
+    ("layernorm", "fp16 rows over 32 KB in one chunk (only bf16 halved)",
+     [("        if x.element_size() == 2 and row_bytes > 32768:\n",
+       "        if x.dtype == torch.bfloat16 and row_bytes > 32768:\n")],
+     "this call must use BLOCK_N=16384: 16-bit rows over 32 KB"),
+    ("layernorm", "16-bit rows of exactly 32 KB halved too (>= instead of >)",
+     [("        if x.element_size() == 2 and row_bytes > 32768:\n",
+       "        if x.element_size() == 2 and row_bytes >= 32768:\n")], "must use BLOCK_N=16384"),
+    ("layernorm", "fp32 chunks capped at 16384",
+     [("        return layernorm_fwd_looped(x, weight, bias, eps, block_n=block_n)\n",
+       "        return layernorm_fwd_looped(x, weight, bias, eps, block_n=min(block_n, 16384))\n")],
+     "must use BLOCK_N=32768"),
+    ("layernorm", "drops eps on the split path",
+     [("    return layernorm_fwd_split(x, weight, bias, eps)\n", "    return layernorm_fwd_split(x, weight, bias)\n")],
+     "Is eps inside the square root"),
+    # --- exercise 3's launcher: the chunk it is given
+    ("layernorm_fwd_looped", "launches the whole row as one chunk (exercise 1's BLOCK_N)",
+     [("    _layernorm_fwd_looped_kernel[(M,)](\n        x2, y, x2 if weight is None else weight, x2 if bias is None "
+       "else bias, mean, rstd,\n        x2.stride(0), y.stride(0), eps, N=N,\n        BLOCK_N=BLOCK_N,",
+       "    _layernorm_fwd_looped_kernel[(M,)](\n        x2, y, x2 if weight is None else weight, x2 if bias is None "
+       "else bias, mean, rstd,\n        x2.stride(0), y.stride(0), eps, N=N,\n        BLOCK_N=triton.next_power_of_2(N),")],
+     "the block_n given is the chunk"),
+    ("layernorm_fwd_looped", "a whole-row default chunk",
+     [("    BLOCK_N = block_n_for(N, x.element_size()) if block_n is None else block_n\n    if not isinstance"
+       "(BLOCK_N, int) or BLOCK_N < 1 or BLOCK_N & (BLOCK_N - 1):\n        raise ValueError(f\"block_n must be a "
+       "power of two >= 1, got {block_n!r}\")\n    ### BEGIN SOLUTION\n    x2 = x.reshape(M, N)\n    y = torch."
+       "empty((M, N), dtype=x.dtype, device=x.device)\n    mean = torch.empty(M, dtype=torch.float32, device=x.device)"
+       "\n    rstd = torch.empty(M, dtype=torch.float32, device=x.device)\n    _layernorm_fwd_looped_kernel",
+       "    BLOCK_N = triton.next_power_of_2(N) if block_n is None else block_n\n    if not isinstance"
+       "(BLOCK_N, int) or BLOCK_N < 1 or BLOCK_N & (BLOCK_N - 1):\n        raise ValueError(f\"block_n must be a "
+       "power of two >= 1, got {block_n!r}\")\n    ### BEGIN SOLUTION\n    x2 = x.reshape(M, N)\n    y = torch."
+       "empty((M, N), dtype=x.dtype, device=x.device)\n    mean = torch.empty(M, dtype=torch.float32, device=x.device)"
+       "\n    rstd = torch.empty(M, dtype=torch.float32, device=x.device)\n    _layernorm_fwd_looped_kernel")],
+     "block_n_for(N, 2) = 8192"),
+    ("layernorm_fwd", "statistics in NumPy, the kernel only normalizes with them",
+     [("    M, N = helpers.check_rows_input(x, weight, eps, bias=bias, max_n=MAX_FUSED_N)\n    BLOCK_M = ",
+       "    M, N = helpers.check_rows_input(x, weight, eps, bias=bias, max_n=MAX_FUSED_N)\n    x.reshape(-1, N).detach().cpu().float()"
+       ".numpy().mean(axis=1)\n    BLOCK_M = ")], "took the data out of torch (Tensor.numpy"),
 ]

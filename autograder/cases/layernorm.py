@@ -15,6 +15,11 @@ SPIKE = ("One value per row (or per chunk) sits far from the rest: sums of x - x
 TWO_CHUNKS = ("16-bit rows over 32 KB go in two chunks (block_n = next_power_of_2(N) // 2): one chunk of the whole "
               "row needs more registers than a program has, and spills (exercise 4's table)")
 ONE_CHUNK = "up to 128 KB a row is one chunk, block_n = next_power_of_2(N): x is read once from HBM, once from L2"
+GIVEN_CHUNK = ("the block_n given is the chunk: launch the kernel with BLOCK_N=block_n (a whole-row block hides "
+               "the loop and Chan's merge, and spills registers on a GPU)")
+DEFAULT_CHUNK = ("block_n=None takes block_n_for(N, 2) = 8192: 16 KB chunks, never the whole row (one block of "
+                 "131072 values spills registers on a GPU)")
+DISPATCHED = " (if your dispatcher passes that block_n: does your layernorm_fwd_looped launch the block_n it is given?)"
 TILE, FIXED, LOOPED = "_layernorm_fwd_kernel", "_layernorm_fwd_fixed_kernel", "_layernorm_fwd_looped_kernel"
 SPLIT = "_layernorm_fwd_split_kernel"
 
@@ -47,14 +52,25 @@ COMMON = [
 ]
 
 LONG = [
-    Spec("block_n=256, N=1000 (a partial last chunk)", (12, 1000), eps=1e-5, kwargs={"block_n": 256}, seed=40),
+    Spec("block_n=256, N=1000 (a partial last chunk)", (12, 1000), eps=1e-5, kwargs={"block_n": 256},
+         launch_args={"BLOCK_N": 256}, launch_why=GIVEN_CHUNK, seed=40),
     Spec("block_n=1024, N=4097 (one element in the last chunk)", (5, 4097), F16, eps=1e-5,
-         kwargs={"block_n": 1024}, seed=41),
+         kwargs={"block_n": 1024}, launch_args={"BLOCK_N": 1024}, launch_why=GIVEN_CHUNK, seed=41),
     Spec("block_n=128, mean 1e4 over 40 chunks", (4, 5000), offset=1e4, eps=1e-5, atol=1e-2, stat_rtol=5e-5,
-         hint=BIG_MEAN, kwargs={"block_n": 128}, seed=42),
+         hint=BIG_MEAN, kwargs={"block_n": 128}, launch_args={"BLOCK_N": 128}, launch_why=GIVEN_CHUNK, seed=42),
     Spec("block_n=1024: every chunk starts with an outlier (10, the rest ~0.01)", (4, 8192), scale=0.01,
-         spike_every=1024, spike=10.0, eps=1e-5, hint=SPIKE, kwargs={"block_n": 1024}, seed=45),
-    Spec("N=131072 bf16 (longer than any single block)", (2, 131072), BF16, eps=1e-5, seed=43),
+         spike_every=1024, spike=10.0, eps=1e-5, hint=SPIKE, kwargs={"block_n": 1024},
+         launch_args={"BLOCK_N": 1024}, launch_why=GIVEN_CHUNK, seed=45),
+    Spec("block_n=256, non-contiguous rows (row stride N+37) over 4 chunks", (6, 781), row_pad=37, eps=1e-5,
+         kwargs={"block_n": 256}, launch_args={"BLOCK_N": 256}, launch_why=GIVEN_CHUNK, seed=46),
+    Spec("block_n=128, 3-D view with dims 0 and 1 swapped, 3 chunks", (2, 3, 300), swap01=True, eps=1e-5,
+         hint=SWAPPED, kwargs={"block_n": 128}, launch_args={"BLOCK_N": 128}, launch_why=GIVEN_CHUNK, seed=47),
+    Spec("block_n=512, fp16 |x|~300 (squares overflow fp16) over 4 chunks", (4, 1600), F16, scale=300.0, eps=1e-5,
+         kwargs={"block_n": 512}, launch_args={"BLOCK_N": 512}, launch_why=GIVEN_CHUNK, seed=48),
+    Spec("block_n=256, bias but no weight, N=1000", (3, 1000), weight="bias_only", eps=1e-5,
+         kwargs={"block_n": 256}, launch_args={"BLOCK_N": 256}, launch_why=GIVEN_CHUNK, seed=49),
+    Spec("N=131072 bf16 (longer than any single block), the default chunk", (2, 131072), BF16, eps=1e-5,
+         launch_args={"BLOCK_N": 8192}, launch_why=DEFAULT_CHUNK, seed=43),
     Spec("bad input: block_n=1000 (not a power of two)", (3, 2000), kwargs={"block_n": 1000}, bad="kwarg",
          seed=44),
 ]
@@ -83,26 +99,36 @@ exercise(LESSON, LAYERNORM, "layernorm", "LayerNorm forward: a dispatcher for ev
              Spec("N=512 bf16 (1 KB rows) goes to the tile kernel", (64, 512), BF16, eps=1e-5, launches=TILE,
                   seed=50),
              Spec("N=1024 bf16 (2 KB rows) goes to the looped kernel, one chunk", (16, 1024), BF16, eps=1e-5,
-                  launches=LOOPED, launch_args={"BLOCK_N": 1024}, launch_why=ONE_CHUNK, seed=60),
+                  launches=LOOPED, launch_args={"BLOCK_N": 1024}, launch_why=ONE_CHUNK + DISPATCHED, seed=60),
              Spec("N=1024 fp32 (4 KB rows) goes to the tile kernel", (16, 1024), eps=1e-5, launches=TILE,
                   seed=51),
              Spec("N=2048 fp32 (8 KB rows) goes to the tile kernel", (8, 2048), eps=1e-5, launches=TILE,
                   seed=55),
-             Spec("N=2049 fp32 (just over 8 KB rows) goes to the looped kernel", (4, 2049), eps=1e-5,
-                  launches=LOOPED, seed=61),
+             Spec("N=2049 fp32 (just over 8 KB rows) goes to the looped kernel, one chunk", (4, 2049), eps=1e-5,
+                  launches=LOOPED, launch_args={"BLOCK_N": 4096}, launch_why=ONE_CHUNK + DISPATCHED, seed=61),
              Spec("eps=1e-2 reaches the looped kernel (16 KB rows, |x|~0.1)", (4, 4096), eps=1e-2, scale=0.1,
-                  launches=LOOPED, seed=56),
+                  launches=LOOPED, launch_args={"BLOCK_N": 4096}, launch_why=ONE_CHUNK + DISPATCHED, seed=56),
              Spec("N=16384 fp32 (64 KB rows) goes to the looped kernel, one chunk", (2, 16384), eps=1e-5,
-                  launches=LOOPED, launch_args={"BLOCK_N": 16384}, launch_why=ONE_CHUNK, seed=52),
+                  launches=LOOPED, launch_args={"BLOCK_N": 16384}, launch_why=ONE_CHUNK + DISPATCHED, seed=52),
+             Spec("N=32768 fp32 (exactly 128 KB rows) goes to the looped kernel, one chunk", (2, 32768), eps=1e-5,
+                  launches=LOOPED, launch_args={"BLOCK_N": 32768}, launch_why=ONE_CHUNK + DISPATCHED, seed=63),
+             Spec("N=16384 bf16 (exactly 32 KB rows) goes to the looped kernel, one chunk", (2, 16384), BF16,
+                  eps=1e-5, launches=LOOPED, launch_args={"BLOCK_N": 16384}, launch_why=ONE_CHUNK + DISPATCHED,
+                  seed=64),
              Spec("N=32768 bf16 (64 KB rows) goes to the looped kernel, two chunks", (2, 32768), BF16, eps=1e-5,
-                  launches=LOOPED, launch_args={"BLOCK_N": 16384}, launch_why=TWO_CHUNKS, seed=57),
+                  launches=LOOPED, launch_args={"BLOCK_N": 16384}, launch_why=TWO_CHUNKS + DISPATCHED, seed=57),
+             Spec("N=32768 fp16 (64 KB rows) goes to the looped kernel, two chunks", (2, 32768), F16, eps=1e-5,
+                  launches=LOOPED, launch_args={"BLOCK_N": 16384}, launch_why=TWO_CHUNKS + DISPATCHED, seed=65),
              Spec("N=65536 bf16 (128 KB rows) goes to the looped kernel, two chunks", (2, 65536), BF16, eps=1e-5,
-                  launches=LOOPED, launch_args={"BLOCK_N": 32768}, launch_why=TWO_CHUNKS, seed=59),
+                  launches=LOOPED, launch_args={"BLOCK_N": 32768}, launch_why=TWO_CHUNKS + DISPATCHED, seed=59),
              Spec("N=2048 fp16 (4 KB rows) goes to the looped kernel (16-bit rows: the tile only under 2 KB)",
-                  (8, 2048), F16, eps=1e-5, launches=LOOPED, seed=62),
+                  (8, 2048), F16, eps=1e-5, launches=LOOPED, launch_args={"BLOCK_N": 2048},
+                  launch_why=ONE_CHUNK + DISPATCHED, seed=62),
              Spec("N=32769 fp32 (just over 128 KB rows) goes to the split kernel", (2, 32769), eps=1e-5,
                   launches=SPLIT, seed=58),
              Spec("N=70000 fp32 goes to the split kernel", (2, 70000), eps=1e-5, launches=SPLIT, seed=53),
+             Spec("eps=1e-2 reaches the split kernel (N=32769 fp32, |x|~0.1)", (2, 32769), eps=1e-2, scale=0.1,
+                  launches=SPLIT, seed=66),
              Spec("N=131072 bf16, mean 1e4, goes to the split kernel", (2, 131072), BF16, offset=1e4, eps=1e-5,
                   launches=SPLIT, seed=54),
          ], uses=("layernorm_fwd", "layernorm_fwd_looped"))
