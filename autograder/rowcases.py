@@ -125,7 +125,7 @@ def judge_run(ex: Exercise, s: Spec, fn, op: Op, ns: dict | None = None) -> tupl
         x = guarded_input(x0, s.row_pad, shift=int(s.misalign == "x"))
     w = None if w0 is None else guarded_input(w0, shift=int(s.misalign == "weight"))
     b = None if b0 is None else guarded_input(b0, shift=int(s.misalign == "weight"))
-    x_before = x.clone()
+    before = {name: t.clone() for name, t in (("x", x), ("weight", w), ("bias", b)) if t is not None}
     with student_call(torch_math=True) as spy:
         for name, t in (("x", x), ("weight", w), ("bias", b)):
             spy.watch(name, t)
@@ -182,8 +182,11 @@ def judge_run(ex: Exercise, s: Spec, fn, op: Op, ns: dict | None = None) -> tupl
     # A load out of bounds whose values reach the outputs shows in the numbers, where the case's own message and
     # hint say more (a wrong stride, say); it is named alone when the numbers are right (a masked store dropped it).
     read = spy.oob_reads[0] if spy.oob_reads else None
-    if not torch.equal(x, x_before):
-        return False, f"modified its input x: write only into {', '.join(op.outputs)}"
+    for name, t in (("x", x), ("weight", w), ("bias", b)):
+        if t is not None and (t.dtype != before[name].dtype or not torch.equal(t, before[name])):
+            return False, (f"modified its input {name}"
+                           + (f" (now {str(t.dtype).replace('torch.', '')})" if t.dtype != before[name].dtype else "")
+                           + f": the caller's tensors stay as they were; write only into {', '.join(op.outputs)}")
     refs = op.ref(x0, w0, b0, s.eps)
     errs = []
     results = compare_outputs(op.name, out, refs, s.dtype, names=op.outputs, atol=s.atol, stat_rtol=s.stat_rtol,

@@ -160,6 +160,11 @@ MUTANTS = [
        "empty((M, N), dtype=x.dtype, device=x.device)\n    mean = torch.empty(M, dtype=torch.float32, device=x.device)"
        "\n    rstd = torch.empty(M, dtype=torch.float32, device=x.device)\n    _layernorm_fwd_looped_kernel")],
      "block_n_for(N, 2) = 8192"),
+    ("layernorm_fwd", "casts the caller's weight and bias in place (.data)",
+     [("    M, N = helpers.check_rows_input(x, weight, eps, bias=bias, max_n=MAX_FUSED_N)\n    BLOCK_M = ",
+       "    M, N = helpers.check_rows_input(x, weight, eps, bias=bias, max_n=MAX_FUSED_N)\n"
+       "    if weight is not None and weight.dtype != x.dtype:\n        weight.data = weight.data.to(x.dtype)\n"
+       "    BLOCK_M = ")], "modified its input weight (now bfloat16)"),
     ("layernorm_fwd", "statistics in NumPy, the kernel only normalizes with them",
      [("    M, N = helpers.check_rows_input(x, weight, eps, bias=bias, max_n=MAX_FUSED_N)\n    BLOCK_M = ",
        "    M, N = helpers.check_rows_input(x, weight, eps, bias=bias, max_n=MAX_FUSED_N)\n    x.reshape(-1, N).detach().cpu().float()"
