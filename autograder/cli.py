@@ -166,7 +166,7 @@ def _lesson_defined(ns: dict, lesson: str) -> str | None:
 
 def worker(path: str, exercise_id: str, out: str, progress: str | None = None, cell_timeout: float | None = None,
            skip_cells: dict | None = None) -> int:
-    from .notebook import load
+    from .notebook import load, stopped_cells
     from .runner import grade
 
     def note(phase: str, cases: list) -> None:
@@ -188,7 +188,7 @@ def worker(path: str, exercise_id: str, out: str, progress: str | None = None, c
         if why and c["message"].startswith("not defined"):
             c["message"] += why
     result["cell_errors"] = errors
-    result["stopped_cells"] = [int(m.group(1)) for e in errors if (m := re.match(r"cell (\d+): ran over ", e))]
+    result["stopped_cells"] = stopped_cells(errors)
     Path(out).write_text(json.dumps(result))
     return 0
 

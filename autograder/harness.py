@@ -173,41 +173,6 @@ def _triton_launchers():
     return JITFunction, GridExecutor
 
 
-@functools.cache
-def aten_ops_named(names: tuple[str, ...]) -> tuple[str, ...]:
-    """The forward ops of torch.ops.aten whose name holds one of `names` (layer_norm: layer_norm and
-    native_layer_norm; batch_norm: native_batch_norm, _native_batch_norm_legit, ...)."""
-    ops = {n.split("::", 1)[1].split(".")[0] for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")}
-    return tuple(sorted(op for op in ops if "backward" not in op and any(name in op for name in names)))
-
-
-_KERNEL_KEYS = ("CPU", "CUDA", "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional", "Meta")
-
-
-def _only_composite(packet) -> bool:
-    """Every overload of the ATen op is CompositeImplicitAutograd and has no kernel of its own: made of other ops,
-    never dispatched itself (aten.rms_norm on the CPU; on a GPU build it may have a CUDA kernel, and then it is)."""
-    names = [getattr(packet, o).name() for o in packet.overloads()]
-    has = torch._C._dispatch_has_kernel_for_dispatch_key
-    return all(has(n, "CompositeImplicitAutograd") and not any(has(n, k) for k in _KERNEL_KEYS) for n in names)
-
-
-class _RecordedOp:
-    """Stands in for torch.ops.aten.<op> while student code runs: calling it, or one of its overloads
-    (`.default`), is recorded and then made."""
-
-    def __init__(self, op, label: str, record):
-        self._op, self._label, self._record = op, label, record
-
-    def __call__(self, *args, **kwargs):
-        self._record(self._label)
-        return self._op(*args, **kwargs)
-
-    def __getattr__(self, name):
-        attr = getattr(self._op, name)
-        return _RecordedOp(attr, self._label, self._record) if isinstance(attr, torch._ops.OpOverload) else attr
-
-
 # ATen ops that compute on values (not allocation, views, copies, dtype conversion, comparisons for checks): a
 # launcher of a kernel exercise that runs them on float tensors does the kernel's work in PyTorch
 MATH_OPS = frozenset({
@@ -293,10 +258,10 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN, torch_math: bool = Fals
     kernel exercise's launcher should only check, allocate and launch.
 
     `forbidden` names functions whose use is recorded in `spy.forbidden`, wherever they are reached:
-    torch.nn.functional.<name>, torch.<name>, the tensor method Tensor.<name>, and the ATen ops that hold the
-    name (torch.ops.aten.native_layer_norm and its overloads: the kernels behind F.layer_norm), any ATen op
-    dispatched under such a name and any torch function called under such a name, whatever Python route reached
-    it (torch._softmax, torch._C bindings), and torch's Python references (torch._refs, torch._decomp) of the ops.
+    torch.nn.functional.<name>, torch.<name> and Tensor.<name> by their Python names; any torch function, Tensor
+    method or torch.ops.aten op called under a name that holds one (torch._softmax, torch._C bindings,
+    torch.ops.aten.native_layer_norm: the kernels behind F.layer_norm), seen by _TorchFunctionsSeen; any ATen op
+    dispatched under such a name (_AtenOpsSeen); and torch's Python references (torch._refs, torch._decomp).
     """
     triton_launchers = _triton_launchers()
     spy = Spy()
@@ -411,16 +376,6 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN, torch_math: bool = Fals
                                  (torch.special, "torch.special"), (torch.Tensor, "Tensor")):
                 if hasattr(owner, name):
                     forbid(owner, name, f"{label}.{name}")
-        for op in aten_ops_named(tuple(forbidden)):
-            try:
-                aten_op = getattr(torch.ops.aten, op)
-            except (AttributeError, RuntimeError):
-                continue
-            # An op that is only a composite of others (aten.rms_norm on the CPU) never reaches the dispatch mode
-            # below: its Python binding is wrapped instead. The others must stay the real OpOverloadPackets, which
-            # the dispatcher looks up when it hands them to the mode (a stand-in there crashes the process).
-            if _only_composite(aten_op):
-                patch(torch.ops.aten, op, _RecordedOp(aten_op, f"torch.ops.aten.{op}", spy.forbidden.append))
         for module, attr in _python_references(tuple(forbidden)):
             forbid(module, attr, f"{module.__name__}.{attr}")
         if torch_math:

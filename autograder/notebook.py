@@ -105,6 +105,11 @@ def _time_limit(seconds: float | None):
     return limited()
 
 
+def stopped_cells(errors: list[str]) -> list[int]:
+    """The indices of the cells that load() stopped at its cell_timeout, read from the errors it returned."""
+    return [int(e.split(":", 1)[0].split()[1]) for e in errors if e.split(":", 1)[1].startswith(" ran over ")]
+
+
 def _run_cells(path, run_tags, ns: dict, errors: list, stem: str, quiet: bool, cell_timeout=None,
                skip_cells=None) -> None:
     skip_cells = skip_cells or {}

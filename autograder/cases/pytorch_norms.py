@@ -579,8 +579,8 @@ def _new_module(ns, C, kwargs, dtype=None):
     _no_forbidden("batch_norm_module", spy)
     if not isinstance(mod, nn.Module):
         raise Fail(f"BatchNorm must be an nn.Module subclass, got {type(mod).__name__}")
-    base = next((c for c in type(mod).__mro__ if c.__module__.startswith("torch.nn.modules.")
-                 and c.__name__ not in ("Module",)), None)
+    base = next((c for c in type(mod).__mro__ if c.__module__.startswith("torch.nn.modules.") and c is not nn.Module),
+                None)
     if base is not None:
         raise Fail(f"BatchNorm subclasses torch's {base.__module__}.{base.__name__}: build it on nn.Module "
                    "itself; registering weight, bias and the buffers, and counting the batches, are the exercise")
@@ -1237,10 +1237,10 @@ def _via_case(s: VIA) -> Case:
                 return F.instance_norm(xd, weight=wd, bias=bd, eps=eps)
             return F.group_norm(xd, s.groups, wd, bd, eps)
         yd = reference(s.eps)
+        k = len(_tuple_shape(s.nshape)) if s.nshape is not None else 0   # layer and rms: dims normalized
         sset = {"batch": "every dim except the channels, [0, 2, 3, ...]",
-                "layer": f"the last len(normalized_shape) = {len(_tuple_shape(s.nshape or 1))} dims",
-                "rms": f"the last {len(_tuple_shape(s.nshape or 1))} dims, with center=False (RMSNorm subtracts no "
-                       "mean)",
+                "layer": f"the last len(normalized_shape) = {k} dims",
+                "rms": f"the last {k} dims, with center=False (RMSNorm subtracts no mean)",
                 "instance": "the spatial dims, [2, 3, ...]",
                 "group": "the last dim of x.reshape(N, num_groups, -1) (each group's consecutive channels and "
                          "positions)"}[s.kind]
