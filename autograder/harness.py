@@ -57,11 +57,21 @@ class Spy:
         self.watched: list[tuple[str, torch.Tensor]] = []   # inputs in guard bands (guarded_input): their names
         self.oob_reads: list[str] = []
         self.storages: list[tuple[int, int]] = []   # (address, bytes) of the tensors given to the running launch
+        self.counted: list[list] = []   # [first byte, end byte, element loads so far] of each tensor count_loads names
 
     def watch(self, name: str, t: torch.Tensor | None) -> None:
         """Report loads in the guard bands around t's elements (t made by guarded_input: its storage is the band)."""
         if t is not None and t.numel():
             self.watched.append((name, t))
+
+    def count_loads(self, t: torch.Tensor) -> None:
+        """Count the interpreted tl.load lanes that read t's elements (see loads_of)."""
+        start = t.data_ptr()
+        self.counted.append([start, start + t.element_size() * extent(t), 0])
+
+    def loads_of(self, t: torch.Tensor) -> int:
+        """How many element loads of t the kernels made since count_loads(t) (a masked-off lane reads nothing)."""
+        return sum(c[2] for c in self.counted if c[0] == t.data_ptr())
 
     def _bands(self) -> list:
         """(name, (low, high), (low, high)): the byte ranges before and after the elements of each watched tensor
@@ -82,7 +92,10 @@ class Spy:
         return self._bands_list
 
     def check_load(self, addresses) -> None:
-        """addresses: the byte addresses one load reads (its unmasked lanes). Records the first read of a band."""
+        """addresses: the byte addresses one load reads (its unmasked lanes). Records the first read of a band,
+        and counts the loads of the tensors count_loads named."""
+        for c in self.counted:
+            c[2] += int(((addresses >= c[0]) & (addresses < c[1])).sum())
         if self.oob_reads or addresses.size == 0:
             return
         lo, hi = int(addresses.min()), int(addresses.max())

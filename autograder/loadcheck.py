@@ -12,7 +12,8 @@ of every case in its own process (`harness.student_call`, `Spy.watch`). On a GPU
 
 The other process (this file as a script, TRITON_INTERPRET=1, no GPU visible) gives each tensor argument exactly
 the bytes its view spans, runs the launches in the interpreter, and stops at the first load or store whose
-unmasked lanes fall outside every argument, before it happens.
+unmasked lanes fall outside every argument, before it happens. It also counts, for each launch and argument, the
+elements loaded through it: how many times a kernel reads its input (`loads=`).
 """
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ def _pack(a):
 
     if isinstance(a, torch.Tensor):
         flat = torch.as_strided(a, (extent(a),), (1,), a.storage_offset()).detach().cpu().clone()
-        return {"tensor": flat, "shape": tuple(a.shape), "stride": tuple(a.stride())}
+        return {"tensor": flat, "shape": tuple(a.shape), "stride": tuple(a.stride()), "ptr": a.data_ptr()}
     return getattr(a, "value", a) if type(a).__name__ == "constexpr" else a
 
 
@@ -59,10 +60,12 @@ def recording_launches():
     return recording(record=_launch)
 
 
-def replay_elsewhere(text: str, launches: list[dict], timeout_s: float = TIMEOUT_S) -> tuple[str, str] | None:
+def replay_elsewhere(text: str, launches: list[dict], timeout_s: float = TIMEOUT_S,
+                     loads: list | None = None) -> tuple[str, str] | None:
     """Run the launches of the module's kernels in Triton's interpreter in another process; the first access
     outside the tensors as ("tl.load" or "tl.store", what it reached, in words), or None. Raises RuntimeError
-    when that process fails."""
+    when that process fails. A list `loads` receives, for each launch (in order, up to the first access outside),
+    {argument name: elements its loads read} ({} for a kernel the module does not hold)."""
     import torch
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -74,7 +77,10 @@ def replay_elsewhere(text: str, launches: list[dict], timeout_s: float = TIMEOUT
                               text=True, timeout=timeout_s, cwd=ROOT)
         if proc.returncode or not out.exists():
             raise RuntimeError(f"the replaying process failed: {(proc.stderr or proc.stdout)[-600:]}")
-        problem = json.loads(out.read_text())["problem"]
+        verdict = json.loads(out.read_text())
+        if loads is not None:
+            loads.extend(verdict["loads"])
+        problem = verdict["problem"]
         return tuple(problem) if problem else None
 
 
@@ -111,7 +117,7 @@ def replay(job_path: str, out_path: str) -> None:
 
     job = torch.load(job_path, weights_only=False)
     kernels = jit_source(job["text"], "replay")
-    state = {"spans": [], "kernel": ""}
+    state = {"spans": [], "kernel": "", "loads": {}}
 
     def checked(method, verb):
         def wrapper(self, ptrs, *rest, **kw):
@@ -120,6 +126,9 @@ def replay(job_path: str, out_path: str) -> None:
             where = _where(lanes, state["spans"])
             if where:
                 raise OutOfBounds(verb, f"a {verb} in {state['kernel']} reached {where}")
+            if verb == "tl.load":
+                for name, start, end in state["spans"]:
+                    state["loads"][name] = state["loads"].get(name, 0) + int(((lanes >= start) & (lanes < end)).sum())
             return method(self, ptrs, *rest, **kw)
         return wrapper
 
@@ -137,14 +146,17 @@ def replay(job_path: str, out_path: str) -> None:
         return a
 
     problem = None
+    loads: list[dict] = []
     for launch in job["launches"]:
         fn = kernels.get(launch["kernel"])
         if fn is None:
+            loads.append({})
             continue
         spans: list = []
         args = [unpack(n, a, spans) for n, a in zip(launch["arg_names"], launch["args"])]
         kwargs = {k: unpack(k, v, spans) for k, v in launch["kwargs"].items()}
-        state.update(spans=spans, kernel=launch["kernel"])
+        state.update(spans=spans, kernel=launch["kernel"], loads={})
+        loads.append(state["loads"])
         try:
             fn[launch["grid"]](*args, **kwargs)
         except Exception as e:   # the interpreter wraps what the kernel raised
@@ -155,7 +167,7 @@ def replay(job_path: str, out_path: str) -> None:
                 raise
             problem = list(cause.args)
             break
-    Path(out_path).write_text(json.dumps({"problem": problem}))
+    Path(out_path).write_text(json.dumps({"problem": problem, "loads": loads}))
 
 
 if __name__ == "__main__":

@@ -330,6 +330,16 @@ def judge_gpu_compile(ex: Exercise, ns: dict, op: Op) -> tuple[bool, str]:
     return True, f"ok: {len(mine)} launches of {', '.join(launched)} compile for sm_80"
 
 
+def _own_kernels(ex: Exercise, ns: dict, launched: list[str]) -> tuple[list[str], str | None]:
+    """The launched kernels that the notebook defines, and why a case on their loads cannot judge them (None:
+    it can)."""
+    mine = [k for k in launched if k in ns]
+    if not mine:
+        return mine, f"no Triton kernel was launched: {ex.functions[0]} must launch {' or '.join(ex.kernels[:3])}"
+    stubs = [k for k in mine if holds_stub(source_of(ns[k]))]
+    return mine, f"{', '.join(stubs)} still holds its TODO" if stubs else None
+
+
 # The "loads stay inside the tensors" case: rows past M (5 rows: a tile of 2, 4 or 8 rows ends past them), a row
 # of one element, a short row that is not a power of two, a row longer than a 16 KB chunk in bf16 and fp32.
 READ_ROWS = (1, 1000, 5000)
@@ -371,12 +381,9 @@ def judge_reads(ex: Exercise, ns: dict, op: Op) -> tuple[bool, str]:
             call_each(spy)
         launched = list(spy.launches)
         problem = spy.oob_report() or (spy.oob_reads[0] if spy.oob_reads else None)
-    mine = [k for k in launched if k in ns]
-    if not mine:
-        return False, f"no Triton kernel was launched: {ex.functions[0]} must launch {' or '.join(ex.kernels[:3])}"
-    stubs = [k for k in mine if holds_stub(source_of(ns[k]))]
-    if stubs:
-        return False, f"{', '.join(stubs)} still holds its TODO"
+    mine, unjudged = _own_kernels(ex, ns, launched)
+    if unjudged:
+        return False, unjudged
     if on_gpu():
         from .gpu_compile import module_text
         found = loadcheck.replay_elsewhere(module_text(ns, mine), launches)
@@ -388,6 +395,55 @@ def judge_reads(ex: Exercise, ns: dict, op: Op) -> tuple[bool, str]:
         return False, problem
     lengths = ", ".join(map(str, READ_ROWS))
     return True, f"ok: every load of {', '.join(mine)} stays inside its tensors (rows of {lengths})"
+
+
+X_READS_POINTS = 2
+
+
+def judge_x_reads(ex: Exercise, ns: dict, op: Op, s: Spec, most: int, why: str) -> tuple[bool, str]:
+    """The launcher's kernels load each element of a contiguous x at least once and at most `most` times on
+    average, counted in the interpreter (here, or for compiled kernels by replaying the recorded launches in
+    another process, as judge_reads does). Numbers are the other cases' business: a kernel that rereads its
+    row gives the right ones, at a cost only a GPU's clock shows."""
+    from . import loadcheck
+
+    fn = ns[ex.functions[0]]
+    x, w, b = make_inputs(s, op)
+    if on_gpu():
+        with loadcheck.recording_launches() as launches:
+            op.call(fn, x, w, b, s.eps, s.kwargs)
+        launched = list(dict.fromkeys(launch["kernel"] for launch in launches))
+    else:
+        with student_call() as spy:
+            spy.count_loads(x)
+            op.call(fn, x, w, b, s.eps, s.kwargs)
+        launched = list(spy.launches)
+    mine, unjudged = _own_kernels(ex, ns, launched)
+    if unjudged:
+        return False, unjudged
+    if on_gpu():
+        from .gpu_compile import module_text
+        per_launch: list[dict] = []
+        found = loadcheck.replay_elsewhere(module_text(ns, mine), launches, loads=per_launch)
+        if found:
+            return False, f"a load or store left its tensor: {found[1]} (the case on loads says more)"
+        first, end = x.data_ptr(), x.data_ptr() + x.element_size() * x.numel()
+        loads = 0
+        for launch, counts in zip(launches, per_launch):
+            named = zip(launch["arg_names"], launch["args"])
+            loads += sum(counts.get(name, 0) for name, a in [*named, *launch["kwargs"].items()]
+                         if isinstance(a, dict) and first <= a.get("ptr", -1) < end)
+    else:
+        loads = spy.loads_of(x)
+    shape = "x".join(map(str, s.shape))
+    reads = loads / x.numel()
+    if reads < 1:
+        return False, (f"the kernels loaded {loads} elements of x, fewer than its {x.numel()} ({shape}): the kernel "
+                       "must read x itself, every element (a copy of x made in the launcher, or a row left out?)")
+    if reads > most + 1e-9:
+        return False, (f"the kernels read x {reads:.3g} times ({loads} element loads for {shape}), at most {most} "
+                       f"here: {why}")
+    return True, f"ok: x read {reads:.3g} times ({s.name})"
 
 
 RACECHECK_POINTS = 2

@@ -48,6 +48,23 @@ MUTANTS = [
      [("m2 = m2 + m2_c + delta * delta * (n * n_c / n_new)", "m2 = m2 + m2_c")], "rstd"),
     ("layernorm_fwd_looped", "Chan merge with equal weights",
      [("mean = mean + delta * (n_c / n_new)", "mean = mean + delta * 0.5")], "mean"),
+    ("layernorm_fwd_looped", "exercise 2's three loops (mean, then variance, then normalise): x read three times",
+     [('    n = 0.0\n    mean = 0.0\n    m2 = 0.0\n    for off in range(0, N, BLOCK_N):\n'
+       '        cols = off + tl.arange(0, BLOCK_N)\n        mask = cols < N\n'
+       '        x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)\n'
+       '        n_c = tl.minimum(N - off, BLOCK_N).to(tl.float32)\n        mean_c = tl.sum(x, axis=0) / n_c\n'
+       '        d = tl.where(mask, x - mean_c, 0.0)\n        m2_c = tl.sum(d * d, axis=0)\n        n_new = n + n_c\n'
+       '        delta = mean_c - mean\n        mean = mean + delta * (n_c / n_new)\n'
+       '        m2 = m2 + m2_c + delta * delta * (n * n_c / n_new)\n        n = n_new\n'
+       '    rstd = tl.rsqrt(m2 / N + eps)\n',
+       '    acc = tl.zeros([BLOCK_N], dtype=tl.float32)\n    for off in range(0, N, BLOCK_N):\n'
+       '        cols = off + tl.arange(0, BLOCK_N)\n'
+       '        acc += tl.load(x_row + cols, mask=cols < N, other=0.0).to(tl.float32)\n'
+       '    mean = tl.sum(acc, axis=0) / N\n    acc = tl.zeros([BLOCK_N], dtype=tl.float32)\n'
+       '    for off in range(0, N, BLOCK_N):\n        cols = off + tl.arange(0, BLOCK_N)\n'
+       '        x = tl.load(x_row + cols, mask=cols < N, other=0.0).to(tl.float32)\n'
+       '        acc += tl.where(cols < N, x - mean, 0.0) * tl.where(cols < N, x - mean, 0.0)\n'
+       '    rstd = tl.rsqrt(tl.sum(acc, axis=0) / N + eps)\n')], "read x 3 times"),
     ("layernorm_fwd_looped", "chunk tail dropped (last chunk counted as full)",
      [("n_c = tl.minimum(N - off, BLOCK_N).to(tl.float32)", "n_c = BLOCK_N * 1.0")], "mean"),
     ("layernorm_fwd_looped", "masked lanes in a chunk's M2",

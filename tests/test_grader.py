@@ -337,6 +337,38 @@ def test_launches_replayed_in_the_interpreter_stop_at_the_first_access_outside_t
     assert verdicts[3] == ("tl.store", "a tl.store in copy16 reached past the last element of Y")
 
 
+def test_element_loads_of_a_tensor_are_counted_here_and_in_the_replay():
+    """How many times a kernel reads x (lesson 05's "read twice" case): the unmasked lanes of every tl.load that
+    fall on x's elements, counted by the Spy in this process and by loadcheck's replay for compiled launches."""
+    import torch
+    triton = pytest.importorskip("triton")
+    import triton.language as tl
+    from autograder import loadcheck
+    from autograder.gpu_compile import module_text
+    from autograder.harness import student_call
+
+    @triton.jit
+    def reread(X, W, Y, N, PASSES: tl.constexpr):
+        cols = tl.arange(0, 16)
+        acc = tl.zeros([16], dtype=tl.float32)
+        for _ in range(PASSES):   # each pass reads the N elements of X; the 16 - N masked lanes read nothing
+            acc += tl.load(X + cols, mask=cols < N, other=0.0) * tl.load(W + cols, mask=cols < N, other=0.0)
+        tl.store(Y + cols, acc, mask=cols < N)
+
+    x, w, y = torch.arange(40.0)[10:20], torch.ones(10), torch.zeros(10)
+    for passes in (1, 3):
+        with student_call() as spy:
+            spy.count_loads(x)
+            reread[(1,)](x, w, y, 10, PASSES=passes)
+        assert spy.loads_of(x) == 10 * passes and spy.loads_of(w) == 0   # w was not named: not counted
+        with loadcheck.recording_launches() as launches:
+            reread[(1,)](x, w, y, 10, PASSES=passes)
+        loads = []
+        assert loadcheck.replay_elsewhere(module_text({"reread": reread}, ["reread"]), launches, loads=loads) is None
+        assert loads == [{"X": 10 * passes, "W": 10 * passes, "Y": 0}]
+        assert launches[0]["args"][0]["ptr"] == x.data_ptr()   # how a judge finds the argument that is x
+
+
 def test_cli_survives_messy_submissions(tmp_path):
     """What real submissions do, on lesson 02's quickest exercise: an LMS prefix on the name, cells that exit the
     process or wait for input, a process left running, code that reaches into the grader (listed as suspicious),

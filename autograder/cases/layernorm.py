@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import torch
 
-from ..rowcases import LAYERNORM, ROWS_GRID, SWAPPED, Spec, exercise
+from ..registry import Case
+from ..rowcases import LAYERNORM, ROWS_GRID, SWAPPED, X_READS_POINTS, Spec, exercise, judge_x_reads
 
 LESSON = "05_triton_layernorm"
 F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
@@ -90,8 +91,16 @@ exercise(LESSON, LAYERNORM, "layernorm_fwd", "LayerNorm forward: a tile of rows 
 exercise(LESSON, LAYERNORM, "layernorm_fwd_fixed", "LayerNorm forward: the repaired three-pass looped kernel",
          ("layernorm_fwd_fixed", FIXED), (FIXED,), COMMON + LONG, given=("layernorm_fwd_fixed",))
 
-exercise(LESSON, LAYERNORM, "layernorm_fwd_looped", "LayerNorm forward: two passes with Chan's merge",
-         ("layernorm_fwd_looped", LOOPED), (LOOPED,), COMMON + LONG)
+READ_TWICE = Spec("block_n=1024, 4x4096 bf16 (4 chunks)", (4, 4096), BF16, eps=1e-5, kwargs={"block_n": 1024},
+                  seed=67)
+THIRD_READ = ("the first loop merges each chunk's statistics into the row's (Chan's rule), so x is read once for "
+              "the statistics and once to normalise; a loop for the mean and another for the variance read it "
+              "three times (exercise 2's kernel)")
+_looped = exercise(LESSON, LAYERNORM, "layernorm_fwd_looped", "LayerNorm forward: two passes with Chan's merge",
+                   ("layernorm_fwd_looped", LOOPED), (LOOPED,), COMMON + LONG)
+_looped.cases.insert(2, Case("x read twice, not three times (Chan's merge in the first loop)",
+                             lambda ns: judge_x_reads(_looped, ns, LAYERNORM, READ_TWICE, 2, THIRD_READ),
+                             points=X_READS_POINTS))
 
 exercise(LESSON, LAYERNORM, "layernorm", "LayerNorm forward: a dispatcher for every N",
          ("layernorm",), (TILE, LOOPED, SPLIT),
