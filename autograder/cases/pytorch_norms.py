@@ -57,6 +57,8 @@ class Fail(Exception):
 
 
 F16_HINT = "fp16 squares above 65504 overflow: compute in float32 (x.to(compute_dtype(x))), return y.to(x.dtype)"
+BF16_HINT = ("bf16 is computed in float32, not float16: fp16 squares above 65504 overflow (x.to(compute_dtype(x))), "
+             "return y.to(x.dtype)")
 # channel_shape, not keepdim, is the usual cause of a broadcast error in the per-channel norms
 BROADCAST_HINT = ("must match the size of tensor b",
                   ": the shapes do not broadcast. A per-channel (C,) vector (weight, bias, running statistics) lines "
@@ -909,6 +911,8 @@ def _ln_case(kind: str, s: LN) -> Case:
                     "first (torch.var_mean / var(correction=0) do)")
         if hint is None and s.dtype == F16:
             hint = F16_HINT
+        if hint is None and s.dtype == BF16 and s.scale > 100:
+            hint = BF16_HINT
         _judge(y, yd, s.dtype, "y", alts=alts, extra_hint=hint, tol=s.tol)
         if s.grad:
             _backward_and_compare(y, yd, s.seed, [("x.grad", x, xd), ("weight.grad", w, wd), ("bias.grad", b, bd)])
@@ -949,6 +953,8 @@ LN_CASES = [
     _ln_case("layer", LN("fp32, large mean (x = 300 + randn): no cancellation", (8, 257), 257, offset=300.0,
                          tol=LARGE_MEAN_TOL, seed=9)),
     _ln_case("layer", LN("fp16 |x| ~ 300: squares overflow fp16", (8, 160), 160, F16, scale=300.0, seed=16)),
+    _ln_case("layer", LN("bf16 |x| ~ 300: float32 math, not fp16 (squares overflow fp16)", (8, 160), 160, BF16,
+                         scale=300.0, seed=17)),
     _ln_case("layer", LN("constant rows: y = bias (var = 0)", (3, 33), 33, const=3.0, seed=10)),
     _ln_case("layer", LN("1-D x (640,), normalized_shape 640", (640,), 640, seed=11)),
     _ln_case("layer", LN("normalized size 1: y = bias", (7, 1), 1, seed=12)),
@@ -974,6 +980,8 @@ RMS_CASES = [
     _ln_case("rms", LN("bf16 (4, 7, 96), weight", (4, 7, 96), 96, BF16, eps=1e-6, seed=27)),
     _ln_case("rms", LN("fp16 |x| ~ 300: squares overflow fp16", (8, 160), 160, F16, eps=1e-6, scale=300.0,
                        seed=28)),
+    _ln_case("rms", LN("bf16 |x| ~ 300: float32 math, not fp16 (squares overflow fp16)", (8, 160), 160, BF16,
+                       eps=1e-6, scale=300.0, seed=37)),
     _ln_case("rms", LN("float64, eps matters (1e-4, |x| ~ 1e-2)", (5, 40), 40, F64, eps=1e-4, scale=1e-2,
                        seed=29)),
     _ln_case("rms", LN("mean ~5: no mean is subtracted", (6, 50), 50, eps=1e-6, offset=5.0, seed=30)),
