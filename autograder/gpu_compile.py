@@ -43,6 +43,8 @@ HINTS = (
     (r"Loop-carried variable", "a variable updated in a loop must keep the type and shape it had before the loop: "
      "start a float as 0.0 (not 0) and a block as tl.zeros([BLOCK_N], tl.float32) (not 0.0); the interpreter "
      "lets Python change them"),
+    (r"For loop bounds and step must all be ints", "a float reached a loop bound: are the launch's arguments in "
+     "the kernel's order? A kernel whose N comes after eps gets eps as N from a positional launch: pass N=N by name"),
     (r"__pow__", "Triton tensors have no ** operator: write x * x"),
     (r"is not defined", "a name defined inside a loop or an if does not exist after it in a compiled kernel "
      "(Python keeps it, the interpreter too): define it before the loop, or compute it again where it is used"),

@@ -59,11 +59,18 @@ class Spec:
     launch_args: dict | None = None  # compile-time choices the launch must make ({"BLOCK_N": 32768}), of `launches`
     launch_why: str = ""           # said when it made others
     hint: str = ""                 # said after a numeric failure of this case that its control case passes
+    chunked: bool = False          # the hint is about the chunks: the control runs each row as one chunk
 
     def control(self) -> "Spec | None":
-        """The same case without what makes it special (the large mean, the spikes, the swapped view): the hint
-        is said only when this control passes, so the special input is the cause. None: no control."""
-        plain = replace(self, name=f"{self.name} (control)", hint="", offset=0.0, spike_every=0, swap01=False)
+        """The same case without what makes it special (the large mean, the spikes, the swapped view, several
+        chunks): the hint is said only when this control passes, so the special input is the cause. None: no
+        control."""
+        # a small mean, not 0: padded lanes in a variance add mean^2 each, and must show in the control too
+        plain = replace(self, name=f"{self.name} (control)", hint="", offset=3.0 if self.offset else 0.0,
+                        spike_every=0, swap01=False)
+        if self.chunked:
+            whole_row = 1 << max(self.shape[-1] - 1, 0).bit_length()   # next_power_of_2(N)
+            plain = replace(plain, kwargs={**self.kwargs, "block_n": whole_row}, launch_args=None, chunked=False)
         return None if plain == replace(self, name=plain.name, hint="") else plain
 
 
@@ -144,9 +151,11 @@ def judge_run(ex: Exercise, s: Spec, fn, op: Op, ns: dict | None = None) -> tupl
                        "kernel does the math, the launcher only checks the inputs, allocates the outputs and launches")
     if not any(spy.launches.get(k) for k in ex.kernels):
         what = "CUDA kernel" if ex.needs_cuda else "Triton kernel"
-        return False, (f"no {what} was launched: {ex.functions[0]} must launch "
-                       f"{' or '.join(ex.kernels[:3])}{' ...' if len(ex.kernels) > 3 else ''} "
-                       "(a PyTorch composite scores zero)")
+        others = [k for k in spy.launches if spy.launches[k]]
+        must = f"{' or '.join(ex.kernels[:3])}{' ...' if len(ex.kernels) > 3 else ''}"
+        if others:
+            return False, f"launched {', '.join(others)}, which is not one of {must}: {ex.functions[0]} must launch it"
+        return False, f"no {what} was launched: {ex.functions[0]} must launch {must} (a PyTorch composite scores zero)"
     if ns is not None and (failed := known_failure(ns, [k for k in spy.launches if spy.launches[k]])):
         return False, (f"launched {failed[0]}, which does not compile for a GPU (the first case says why): "
                        "the interpreter runs it, a GPU fails this case")
@@ -200,7 +209,14 @@ def judge_run(ex: Exercise, s: Spec, fn, op: Op, ns: dict | None = None) -> tupl
                 wrong = [rs.message for _, rs in stats if not rs]
                 msg += (" | also " + " | ".join(wrong) if wrong else
                         f" ({' and '.join(n for n, _ in stats)} right: the error is in how y is formed from them)")
-            msg += f". {s.hint}" if s.hint and _hint_applies(ex, s, fn, op, ns) else ""
+            unwritten = "no element of y was written: is the store reached, and is its mask ever true?"
+            if s.swap01 and name == "y" and unwritten in msg:   # the kernel stored, into a copy
+                msg = msg.replace(unwritten, (
+                    "no element of y was written. torch.empty_like(x) keeps this view's permuted layout, so its "
+                    "reshape to (M, N) is a copy, and the kernel wrote the copy: allocate y as torch.empty((M, N), "
+                    "...) and return y.reshape(x.shape)"))
+            elif s.hint and _hint_applies(ex, s, fn, op, ns):
+                msg = msg.rstrip(".") + f". {s.hint}"
             if read and "NaN/Inf" in r.message:   # the guard bands hold NaN: the read is the likely cause
                 return False, f"{read.partition(' (rows past M')[0]}, the likely cause of: {msg}"
             return False, msg + (f" | also {read.partition(' (rows past M')[0]}" if read else "")

@@ -77,6 +77,9 @@ ERROR_HINTS = (
      "use tl.sum, tl.sqrt, tl.where ... there"),
     ("must match the size of tensor b", ": the shapes do not broadcast. A mean or var taken without keepdim=True "
      "drops the reduced dims, so it no longer lines up with x: reduce with keepdim=True"),
+    ("'float' object cannot be interpreted as an integer", ": a float reached range() or a size. Are the launch's "
+     "arguments in the kernel's order? A kernel whose N comes after eps gets eps as N from a positional launch: "
+     "pass N=N by name"),
     ("misaligned address", ": a float4 (16-byte) load or store at an address that is not a multiple of 16. Take the "
      "vector path only when every pointer it reads or writes is 16-byte aligned: aligned16(x, y, weight, bias). "
      "The fault breaks every later CUDA call of this process"),

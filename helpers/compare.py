@@ -132,12 +132,15 @@ def compare_outputs(op: str, actual, expected, dtype: torch.dtype, *, names=("y"
             tol = tolerance_for(op, dtype)
             if atol is not None:
                 tol = Tolerance(atol=max(tol.atol, atol), rtol=tol.rtol)
-            results.append(compare(got, ref, tol, name=name, dtype=dtype, device=device))
+            results.append(compare(got, ref, tol, name=name, dtype=dtype, device=device, x_dtype=dtype))
         else:
             tol = tolerance_for("stat", torch.float32)
             if stat_rtol is not None:
                 tol = Tolerance(atol=tol.atol, rtol=max(tol.rtol, stat_rtol))
-            results.append(compare(got, ref, tol, name=name, dtype=torch.float32, device=device))
+            # a variance around a wrong mean is wrong too: the mean's message says why, no hint of rstd's own
+            after_bad_mean = name == "rstd" and "mean" in names and not results[names.index("mean")]
+            results.append(compare(got, ref, tol, name=name, dtype=torch.float32, device=device, x_dtype=dtype,
+                                   kernel_hints=not after_bad_mean))
     return results
 
 
@@ -181,11 +184,12 @@ def _fmt_index(flat_idx: int, shape) -> tuple:
 
 def compare(actual, expected: torch.Tensor, tol: Tolerance, *, name: str = "y",
             dtype: torch.dtype | None = None, device: str | None = None,
-            kernel_hints: bool = True) -> CompareResult:
+            kernel_hints: bool = True, x_dtype: torch.dtype | None = None) -> CompareResult:
     """Check `actual` against the float64 `expected`; `dtype`/`device` are what actual must have.
 
     kernel_hints=False leaves out the hints that speak of row-wise kernels (masks, strides, eps,
-    fp32 accumulation), for exercises that are not kernels.
+    fp32 accumulation), for exercises that are not kernels. x_dtype: the kernel's input dtype, where known (an
+    overflow hint is for fp16 input; a per-row statistic is float32 whatever it is).
     """
     if not isinstance(tol, Tolerance):
         raise TypeError(f"tol must be a helpers.Tolerance, got {type(tol).__name__}")
@@ -211,7 +215,7 @@ def compare(actual, expected: torch.Tensor, tol: Tolerance, *, name: str = "y",
     if unwritten.any():
         n = int(unwritten.sum())
         where = _fmt_index(int(unwritten.flatten().nonzero()[0]), actual.shape)
-        hint = _unwritten_hint(unwritten) if kernel_hints else ""
+        hint = _unwritten_hint(unwritten, name) if kernel_hints else ""
         return CompareResult(False, f"{name}: {n} of {actual.numel()} elements never written "
                                     f"(first at {where}){hint}")
     bad_nonfinite = ~torch.isfinite(act) & finite_ref
@@ -219,10 +223,7 @@ def compare(actual, expected: torch.Tensor, tol: Tolerance, *, name: str = "y",
         n = int(bad_nonfinite.sum())
         i = int(bad_nonfinite.flatten().nonzero()[0])
         hint = (_row_hint(bad_nonfinite) or _zero_row_hint(exp, bad_nonfinite)
-                or (". Overflow? Accumulate in fp32: convert x to float32 before "
-                                             "squaring (x.to(tl.float32) in Triton, a float in CUDA C); or a read "
-                                             "of memory outside the row (masks, strides)?")
-                if kernel_hints else "")
+                or _nonfinite_hint(name, act[bad_nonfinite], x_dtype) if kernel_hints else "")
         return CompareResult(False, f"{name}: {n} NaN/Inf where the reference is finite (first at "
                                     f"{_fmt_index(i, actual.shape)}: {act.flatten()[i].item()}, expected "
                                     f"{exp.flatten()[i].item():.6g}){hint}")
@@ -239,7 +240,7 @@ def compare(actual, expected: torch.Tensor, tol: Tolerance, *, name: str = "y",
     msg = (f"{name}: {int(bad.sum())} of {actual.numel()} elements off; worst at {idx}: got "
            f"{act.flatten()[i].item():.6g}, expected {exp.flatten()[i].item():.6g} "
            f"(abs err {err.flatten()[i].item():.3g}, {tol})")
-    return CompareResult(False, msg + (_error_hint(act, exp, bad) if kernel_hints else ""), max_err)
+    return CompareResult(False, msg + (_error_hint(act, exp, bad, name, x_dtype) if kernel_hints else ""), max_err)
 
 
 def _rows(t: torch.Tensor) -> torch.Tensor:
@@ -258,8 +259,13 @@ def _zero_row_hint(exp: torch.Tensor, bad: torch.Tensor) -> str:
     return ""
 
 
-def _unwritten_hint(unwritten: torch.Tensor) -> str:
-    if unwritten.ndim == 1:   # one value per row (rstd, mean): the rows are its elements
+PER_ROW = ("mean", "rstd")   # outputs with one value per row: their elements are rows
+
+
+def _unwritten_hint(unwritten: torch.Tensor, name: str = "y") -> str:
+    if bool(unwritten.all()):
+        return f"; no element of {name} was written: is the store reached, and is its mask ever true?"
+    if unwritten.ndim == 1 and name in PER_ROW:   # the rows are its elements
         k = int(unwritten.nonzero()[0])
         if bool(unwritten[k:].all()):
             return (f"; unwritten from row {k} on: does every program store this value for each of its own rows "
@@ -278,6 +284,19 @@ def _unwritten_hint(unwritten: torch.Tensor) -> str:
     return "."
 
 
+def _nonfinite_hint(name: str, wrong: torch.Tensor, x_dtype: torch.dtype | None) -> str:
+    """NaN/Inf where the reference is finite: fp16 squares overflow; with wider inputs a NaN is the rsqrt of a
+    negative variance. Either way an unmasked read of the NaN guard bands around the inputs is possible."""
+    outside = "; or a read of memory outside the row (masks, strides)?"
+    if x_dtype in (None, torch.float16):
+        return (". Overflow? Accumulate in fp32: convert x to float32 before squaring (x.to(tl.float32) in Triton, "
+                "a float in CUDA C)" + outside)
+    if name == "rstd" or bool(torch.isnan(wrong).all()):
+        return (". NaN from a finite input: the rsqrt of a negative variance? E[x^2] - mean^2, or a correction "
+                "subtracted after the sum, can cancel below zero (subtract the mean before squaring)" + outside)
+    return ". Inf from a finite input: a division by zero (a count or N of 0?)" + outside
+
+
 def _row_hint(bad: torch.Tensor) -> str:
     b = _rows(bad).any(dim=1)
     if b.shape[0] > 1 and not bool(b[0]) and bool(b[1:].all()):
@@ -286,10 +305,14 @@ def _row_hint(bad: torch.Tensor) -> str:
     return ""
 
 
-def _error_hint(act: torch.Tensor, exp: torch.Tensor, bad: torch.Tensor) -> str:
+def _error_hint(act: torch.Tensor, exp: torch.Tensor, bad: torch.Tensor, name: str = "y",
+                x_dtype: torch.dtype | None = None) -> str:
     a, e, b = _rows(act), _rows(exp), _rows(bad)
     n_cols = a.shape[1]
     bad_rows = b.any(dim=1)
+    if x_dtype == torch.bfloat16 and float(act[bad].abs().max()) > 1e10 >= float(exp.abs().max()) * 1e6:
+        return ("; huge values from bf16 input: arithmetic on bf16 values before .to(tl.float32)? (Triton's CPU "
+                "interpreter computes it on the raw bits; a GPU rounds to bf16, and fails too)")
     if act.ndim >= 2 and n_cols > 1 and bad_rows.any():  # 1-D: one value per row, no columns to blame
         first_bad_col = torch.where(b.any(dim=0))[0]
         c = int(first_bad_col[0]) if len(first_bad_col) else 0
@@ -312,13 +335,24 @@ def _error_hint(act: torch.Tensor, exp: torch.Tensor, bad: torch.Tensor) -> str:
             # one factor per row, and far from 1 next to its spread (rounding scatters around x1 with no factor)
             if bool((spread / centre < 1e-2).all()) and bool((spread / centre < 0.1 * (centre - 1).abs()).all()):
                 if bool((a[sel] == 0).all()):
-                    return ("; whole rows came out as zeros (rstd = 0): did the sum of squares overflow to inf? "
-                            "fp16 stops at 65504; accumulate in fp32 (convert x before squaring: x.to(tl.float32) in "
-                            "Triton, a float in CUDA C)")
+                    if name == "mean":
+                        return ("; every wrong mean is 0: is the sum of x (each chunk's, the first one's too) added "
+                                "into it, and is it stored?")
+                    if x_dtype == torch.float16:
+                        return ("; whole rows came out as zeros (rstd = 0): did the sum of squares overflow to inf? "
+                                "fp16 stops at 65504; accumulate in fp32 (convert x before squaring: x.to(tl.float32) "
+                                "in Triton, a float in CUDA C)")
+                    return "; whole rows came out as zeros: is rstd 0 there (a sum of squares that is inf)?"
                 where = (f"each wrong row is off by a constant factor (row {int(sel.nonzero()[0])}: x{f:.7g})"
                          if act.ndim >= 2 else f"the wrong values are off by a constant factor (x{f:.7g})")
+                if name == "mean":
+                    return f"; {where}: divide the sum by N, the row's length (not the padded block size, nor a chunk's)"
                 return (f"; {where}: the normaliser is wrong. Is eps inside the square root, do you divide "
                         "by N (not the padded block size), and is the variance itself right?")
+    if name == "rstd" and bool((act[bad] < exp[bad]).all()):
+        return ("; rstd is too small wherever it is wrong: the variance came out too large. Padded lanes in the sum "
+                "of squares? Each lane past N adds mean^2 unless zeroed (tl.where(mask, x - mean, 0.0) in "
+                "Triton, a bound on the index in CUDA C); or a divisor smaller than N")
     hint = _row_hint(b)
     if hint:
         return hint

@@ -80,6 +80,32 @@ def test_compare_hints():
     assert "constant factor (row 0: x1.00002)" in compare((ref * (1 + 2e-5)).float(), ref, TOL).message
 
 
+def test_compare_hints_that_depend_on_the_output_and_the_input_dtype():
+    """Which output is wrong, and from which input dtype, changes the likely cause (review 05b, finding 8)."""
+    from helpers.compare import poison_
+    g = torch.Generator().manual_seed(3)
+    ref = torch.randn(4, 16, dtype=torch.float64, generator=g) + 2.0
+    y = poison_(torch.empty(4, 16))
+    assert "no element of y was written: is the store reached" in compare(y, ref, TOL).message
+    nan_y = ref.float().clone()
+    nan_y[2:] = float("nan")
+    fp32 = compare(nan_y, ref, TOL, x_dtype=torch.float32).message
+    assert "negative variance" in fp32 and "Overflow" not in fp32
+    assert "Overflow? Accumulate in fp32" in compare(nan_y, ref, TOL, x_dtype=torch.float16).message
+    mean = ref.mean(dim=1)
+    zero_mean = compare(torch.zeros(4), mean, TOL, name="mean", x_dtype=torch.float32).message
+    assert "every wrong mean is 0" in zero_mean and "fp16" not in zero_mean
+    scaled_mean = compare((mean * 0.75).float(), mean, TOL, name="mean").message
+    assert "divide the sum by N" in scaled_mean and "eps" not in scaled_mean
+    rstd = ref[:, 0].abs() + 0.5
+    small = rstd.float().clone() * torch.tensor([0.9, 0.8, 1.0, 0.7])    # too small, by no one factor
+    assert "Padded lanes in the sum of squares" in compare(small, rstd, TOL, name="rstd").message
+    garbage = ref.float().clone()
+    garbage[0, 3] = 1.7e34                                               # bf16 bits read as numbers
+    assert "before .to(tl.float32)" in compare(garbage, ref, TOL, x_dtype=torch.bfloat16).message
+    assert "before .to(tl.float32)" not in compare(garbage, ref, TOL, x_dtype=torch.float32).message
+
+
 def test_compare_hints_stay_quiet_on_scattered_rounding_errors():
     """Errors scattered like rounding are blamed on no factor and no mask (a review of lesson 04 found both)."""
     g = torch.Generator().manual_seed(0)
@@ -424,8 +450,10 @@ def test_hints_for_rows_of_zeros_one_value_per_row_and_tails_off_a_block_boundar
     from helpers.compare import poison_
     rstd_out = poison_(torch.empty(40))
     rstd_out[:16] = 1.0
-    m = compare(rstd_out, torch.ones(40, dtype=torch.float64), TOL).message
+    m = compare(rstd_out, torch.ones(40, dtype=torch.float64), TOL, name="rstd").message
     assert "unwritten from row 16 on" in m and "column" not in m
+    m = compare(rstd_out, torch.ones(40, dtype=torch.float64), TOL, name="y").message   # a 1-D y is one row
+    assert "every row is unwritten from column 16 on" in m and "from row" not in m
     wide = torch.randn(4, 40, dtype=torch.float64).abs() + 0.5
     off_by_one = wide.float().clone()
     off_by_one[:, 1:] += 1                                     # column 0 right by chance, not a block's tail

@@ -20,6 +20,9 @@ GIVEN_CHUNK = ("the block_n given is the chunk: launch the kernel with BLOCK_N=b
                "the loop and Chan's merge, and spills registers on a GPU)")
 DEFAULT_CHUNK = ("block_n=None takes block_n_for(N, 2) = 8192: 16 KB chunks, never the whole row (one block of "
                  "131072 values spills registers on a GPU)")
+CHUNKS = ("Right when the row is one chunk, wrong over several: look at what carries from one chunk to the next (the "
+          "running sums; Chan's merge: mean += delta * n_c / n', M2 += M2_c + delta^2 * n * n_c / n') and at the last, "
+          "partial chunk (its count n_c and its mask)")
 DISPATCHED = " (if your dispatcher passes that block_n: does your layernorm_fwd_looped launch the block_n it is given?)"
 TILE, FIXED, LOOPED = "_layernorm_fwd_kernel", "_layernorm_fwd_fixed_kernel", "_layernorm_fwd_looped_kernel"
 SPLIT = "_layernorm_fwd_split_kernel"
@@ -54,9 +57,10 @@ COMMON = [
 
 LONG = [
     Spec("block_n=256, N=1000 (a partial last chunk)", (12, 1000), eps=1e-5, kwargs={"block_n": 256},
-         launch_args={"BLOCK_N": 256}, launch_why=GIVEN_CHUNK, seed=40),
+         launch_args={"BLOCK_N": 256}, launch_why=GIVEN_CHUNK, hint=CHUNKS, chunked=True, seed=40),
     Spec("block_n=1024, N=4097 (one element in the last chunk)", (5, 4097), F16, eps=1e-5,
-         kwargs={"block_n": 1024}, launch_args={"BLOCK_N": 1024}, launch_why=GIVEN_CHUNK, seed=41),
+         kwargs={"block_n": 1024}, launch_args={"BLOCK_N": 1024}, launch_why=GIVEN_CHUNK, hint=CHUNKS, chunked=True,
+         seed=41),
     Spec("block_n=128, mean 1e4 over 40 chunks", (4, 5000), offset=1e4, eps=1e-5, atol=1e-2, stat_rtol=5e-5,
          hint=BIG_MEAN, kwargs={"block_n": 128}, launch_args={"BLOCK_N": 128}, launch_why=GIVEN_CHUNK, seed=42),
     Spec("block_n=1024: every chunk starts with an outlier (10, the rest ~0.01)", (4, 8192), scale=0.01,
@@ -69,7 +73,8 @@ LONG = [
     Spec("block_n=512, fp16 |x|~300 (squares overflow fp16) over 4 chunks", (4, 1600), F16, scale=300.0, eps=1e-5,
          kwargs={"block_n": 512}, launch_args={"BLOCK_N": 512}, launch_why=GIVEN_CHUNK, seed=48),
     Spec("block_n=256, bias but no weight, N=1000", (3, 1000), weight="bias_only", eps=1e-5,
-         kwargs={"block_n": 256}, launch_args={"BLOCK_N": 256}, launch_why=GIVEN_CHUNK, seed=49),
+         kwargs={"block_n": 256}, launch_args={"BLOCK_N": 256}, launch_why=GIVEN_CHUNK, hint=CHUNKS, chunked=True,
+         seed=49),
     Spec("N=131072 bf16 (longer than any single block), the default chunk", (2, 131072), BF16, eps=1e-5,
          launch_args={"BLOCK_N": 8192}, launch_why=DEFAULT_CHUNK, seed=43),
     Spec("bad input: block_n=1000 (not a power of two)", (3, 2000), kwargs={"block_n": 1000}, bad="kwarg",
