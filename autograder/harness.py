@@ -57,6 +57,7 @@ class Spy:
         self.watched: list[tuple[str, torch.Tensor]] = []   # inputs in guard bands (guarded_input): their names
         self.oob_reads: list[str] = []
         self.storages: list[tuple[int, int]] = []   # (address, bytes) of the tensors given to the running launch
+        self.pointers: list[int] = []   # data_ptr() of every tensor given to every Triton launch
         self.counted: list[list] = []   # [first byte, end byte, element loads so far] of each tensor count_loads names
 
     def watch(self, name: str, t: torch.Tensor | None) -> None:
@@ -319,8 +320,9 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN, torch_math: bool = Fals
             spy.launches[name] = spy.launches.get(name, 0) + 1
             spy.grids.setdefault(name, []).append(_grid3(k.get("grid", getattr(self, "grid", None))))
             spy.args.setdefault(name, []).append(_int_args(getattr(self, "arg_names", ()), a, k))
-            spy.storages = [(t.untyped_storage().data_ptr(), t.untyped_storage().nbytes())
-                            for t in (*a, *k.values()) if isinstance(t, torch.Tensor)]
+            tensors = [t for t in (*a, *k.values()) if isinstance(t, torch.Tensor)]
+            spy.storages = [(t.untyped_storage().data_ptr(), t.untyped_storage().nbytes()) for t in tensors]
+            spy.pointers += [t.data_ptr() for t in tensors]
             return run(self, *a, **k)
         return wrapper
 

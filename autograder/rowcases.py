@@ -223,7 +223,17 @@ def judge_run(ex: Exercise, s: Spec, fn, op: Op, ns: dict | None = None) -> tupl
         errs.append(f"{name} {r.max_abs_err:.1e}")
     if read:
         return False, read
+    if s.row_pad and not ex.needs_cuda and not _launched_on(x, spy.pointers):
+        return False, ("the kernel read a copy of x, not x: x.contiguous() (or a clone) reads and writes all of x "
+                       "once more before the kernel starts. Rows need not be contiguous: launch on x.reshape(M, N), "
+                       "a view for these rows, with its stride(0)")
     return True, "ok (max abs err " + ", ".join(errs) + ")"
+
+
+def _launched_on(x: torch.Tensor, pointers: list[int]) -> bool:
+    """Whether a launch was given a tensor that lies in x's storage (x itself, or a view of it)."""
+    start = x.untyped_storage().data_ptr()
+    return any(start <= p < start + x.untyped_storage().nbytes() for p in pointers)
 
 
 def _hint_applies(ex: Exercise, s: Spec, fn, op: Op, ns) -> bool:

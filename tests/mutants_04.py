@@ -16,6 +16,14 @@ LOOP_P2 = ("            x = tl.load(x_row + cols, mask=mask, other=0.0, eviction
 
 MUTANTS = [
     # --- rmsnorm_fwd: one row per program
+    ("rmsnorm_fwd", "x.contiguous() first: a strided x is copied before the kernel",
+     [("    ### BEGIN SOLUTION\n    x2 = x.reshape(M, N)\n    y = torch.empty((M, N), dtype=x.dtype, device=x.device)\n"
+       "    rstd = torch.empty(M, dtype=torch.float32, device=x.device)\n    BLOCK_N = triton.next_power_of_2(N)\n"
+       "    _rmsnorm_fwd_kernel[(M,)]",
+       "    ### BEGIN SOLUTION\n    x2 = x.contiguous().view(M, N)\n    y = torch.empty((M, N), dtype=x.dtype, "
+       "device=x.device)\n    rstd = torch.empty(M, dtype=torch.float32, device=x.device)\n"
+       "    BLOCK_N = triton.next_power_of_2(N)\n    _rmsnorm_fwd_kernel[(M,)]")],
+     "read a copy of x"),
     ("rmsnorm_fwd", "eps outside the sqrt",
      [("rstd = tl.rsqrt(tl.sum(x * x, axis=0) / N + eps)\n    x = tl.load(",
        "rstd = tl.rsqrt(tl.sum(x * x, axis=0) / N) + eps\n    x = tl.load(")], "constant factor"),

@@ -22,6 +22,14 @@ MUTANTS = [
     ("layernorm_fwd", "one-pass variance E[x^2] - E[x]^2",
      [("rstd = tl.rsqrt(tl.sum(xc * xc, axis=1) / N + eps)",
        "rstd = tl.rsqrt(tl.sum(x * x, axis=1) / N - mean * mean + eps)")], "cancellation"),
+    ("layernorm_fwd", "x.contiguous() first: a strided x is copied before the kernel",
+     [("    ### BEGIN SOLUTION\n    x2 = x.reshape(M, N)\n    y = torch.empty((M, N), dtype=x.dtype, device=x.device)\n"
+       "    mean = torch.empty(M, dtype=torch.float32, device=x.device)\n    rstd = torch.empty(M, dtype=torch.float32, "
+       "device=x.device)\n    BLOCK_N = triton.next_power_of_2(N)\n    _layernorm_fwd_kernel",
+       "    ### BEGIN SOLUTION\n    x2 = x.contiguous().view(M, N)\n    y = torch.empty((M, N), dtype=x.dtype, "
+       "device=x.device)\n    mean = torch.empty(M, dtype=torch.float32, device=x.device)\n    rstd = torch.empty(M, "
+       "dtype=torch.float32, device=x.device)\n    BLOCK_N = triton.next_power_of_2(N)\n    _layernorm_fwd_kernel")],
+     "read a copy of x"),
     ("layernorm_fwd", "mean never stored", [(TILE_STORE_MEAN, "")], "never written"),
     ("layernorm_fwd", "ignores the row stride",
      [("M, N, x2.stride(0), y.stride(0), eps,\n        BLOCK_M=BLOCK_M", "M, N, N, N, eps,\n        BLOCK_M=BLOCK_M")],
