@@ -1,4 +1,5 @@
-"""Shared-memory races in a student's CUDA C kernel, found by compute-sanitizer's racecheck (lesson 03).
+"""Shared-memory races in a student's CUDA C kernel, found by compute-sanitizer's racecheck (lesson 03); and
+reads past the tensors, found by its memcheck.
 
 A missing barrier often gives the right numbers: on an H100 the v4 block reduction without its second
 `block.sync()` (a warp writes the next partial while another warp still reads the last ones) was right in
@@ -11,6 +12,11 @@ every run. The tool instruments the whole process it starts, so the launches are
 
 Run as a script (`python autograder/racecheck.py FILE`) it is that other process: it loads the recorded
 launches, compiles each source with line information and launches it with the recorded arguments.
+
+memcheck the same way (`run_memcheck`): a float4 load without its `c < C` guard whose lanes past C are left out of
+the sum gives the right numbers, and in the grader's guarded buffers it reads only the guard band. Replayed on
+tensors recorded without guards, with PyTorch's caching allocator off (each tensor its own cudaMalloc, exactly its
+size), the read past the last row leaves its allocation, and memcheck says which line made it.
 """
 from __future__ import annotations
 
@@ -30,6 +36,14 @@ HAZARD = re.compile(r"(Error|Warning): (.*?hazard) detected at __shared__ (\S+) 
 # "Read Thread (39,0,0) at block_sum(float, cooperative_groups::...)+0x670 in kernel.cu:13" (the file and line
 # only when compiled with -lineinfo)
 ACCESS = re.compile(r"(Read|Write) Thread \(([^)]*)\) at (.+?)\+0x[0-9a-f]+(?: in \S*?kernel\.cu:(\d+))?\s*$", re.M)
+MEMCHECK_SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) errors?")
+# "Invalid __global__ read of size 16 bytes", then lines "at <kernel>(...)+0x1b0 in kernel.cu:42" (the place's
+# wording varies between versions: only the kernel.cu line number is relied on), "by thread (8,0,0) in block
+# (4,0,0)", "Access to 0x7f... is out of bounds" and "and is 32 bytes after the nearest allocation ..."
+INVALID = re.compile(r"Invalid (__\w+__) (read|write) of size (\d+) bytes?")
+LINE = re.compile(r"kernel\.cu:(\d+)")
+THREAD = re.compile(r"by thread \(([^)]*)\) in block \(([^)]*)\)")
+AFTER = re.compile(r"(\d+) bytes (after|before) the nearest allocation")
 
 
 def sanitizer_path() -> str | None:
@@ -107,27 +121,74 @@ def parse_report(text: str, sources: dict[str, str]) -> tuple[int, str]:
     return errors + warnings, f"{hazard.group(2)} on shared memory in block ({hazard.group(4)}): " + "; ".join(parts)
 
 
-def run_racecheck(launches: list[dict], timeout_s: float = TIMEOUT_S) -> tuple[int, str]:
-    """Replay the recorded launches under compute-sanitizer's racecheck in another process; (hazards, the
-    first hazard said in words). Raises RuntimeError when the replay itself fails."""
+def parse_memcheck(text: str, sources: dict[str, str]) -> tuple[int, str]:
+    """(errors, what the first one is) from memcheck's output; sources: kernel name -> its CUDA C."""
+    m = MEMCHECK_SUMMARY.search(text)
+    if m is None:
+        raise ValueError("no ERROR SUMMARY in compute-sanitizer's output")
+    errors = int(m.group(1))
+    first = INVALID.search(text)
+    if not errors or first is None:
+        return errors, ""
+    space, verb, size = first.groups()
+    block = text[first.end():first.end() + 1500].split("Invalid ")[0]
+    what = f"a {size}-byte {verb} of {space.strip('_')} memory outside every allocation"
+    if (line := LINE.search(block)) is not None:
+        at = block[:line.end()].splitlines()[-1]
+        kernel = next((k for k in sources if k in at), next(iter(sources), ""))
+        src_lines = sources.get(kernel, "").splitlines()
+        n = int(line.group(1))
+        if 0 < n <= len(src_lines):
+            what += f", in {kernel} line {n} `{src_lines[n - 1].strip()}`"
+    if (thread := THREAD.search(block)) is not None:
+        what += f" (thread ({thread.group(1)}) of block ({thread.group(2)}))"
+    if (after := AFTER.search(block)) is not None:
+        what += f", {after.group(1)} bytes {after.group(2)} the end of a tensor" if after.group(2) == "after" else \
+            f", {after.group(1)} bytes before the start of a tensor"
+    return errors, what
+
+
+def _replay_under(tool_args: list[str], launches: list[dict], timeout_s: float, env_extra: dict) -> str:
+    """compute-sanitizer's output for the recorded launches replayed in another process."""
     import torch
 
     tool = sanitizer_path()
     if tool is None:
         raise RuntimeError("compute-sanitizer not found (it comes with the CUDA toolkit)")
-    sources = {launch["name"]: launch["src"] for launch in launches}
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "launches.pt")
         torch.save(launches, path)
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-        proc = subprocess.run([tool, "--tool", "racecheck", "--racecheck-report", "all", "--print-limit", "4",
-                               sys.executable, __file__, path], capture_output=True, text=True, timeout=timeout_s,
-                              env=env, cwd=ROOT)
-    text = proc.stdout + proc.stderr
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+                   **env_extra)
+        proc = subprocess.run([tool, *tool_args, sys.executable, __file__, path], capture_output=True, text=True,
+                              timeout=timeout_s, env=env, cwd=ROOT)
+    return proc.stdout + proc.stderr
+
+
+def _did_not_run(text: str) -> RuntimeError:
+    tail = [line for line in text.splitlines() if line.strip() and "=========" not in line][-3:]
+    return RuntimeError(f"the kernel did not run under compute-sanitizer: {' | '.join(tail)[-300:]}")
+
+
+def run_racecheck(launches: list[dict], timeout_s: float = TIMEOUT_S) -> tuple[int, str]:
+    """Replay the recorded launches under compute-sanitizer's racecheck in another process; (hazards, the
+    first hazard said in words). Raises RuntimeError when the replay itself fails."""
+    text = _replay_under(["--tool", "racecheck", "--racecheck-report", "all", "--print-limit", "4"], launches,
+                         timeout_s, {})
     if "REPLAY DONE" not in text:
-        tail = [line for line in text.splitlines() if line.strip() and "=========" not in line][-3:]
-        raise RuntimeError(f"the kernel did not run under compute-sanitizer: {' | '.join(tail)[-300:]}")
-    return parse_report(text, sources)
+        raise _did_not_run(text)
+    return parse_report(text, {launch["name"]: launch["src"] for launch in launches})
+
+
+def run_memcheck(launches: list[dict], timeout_s: float = TIMEOUT_S) -> tuple[int, str]:
+    """Replay the recorded launches under compute-sanitizer's memcheck in another process, every tensor its own
+    allocation of exactly its size; (errors, the first one said in words). An error stops the replay (the launch
+    fails), so an ERROR SUMMARY is enough; without one, RuntimeError."""
+    text = _replay_under(["--tool", "memcheck", "--print-limit", "4"], launches, timeout_s,
+                         {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"})
+    if "REPLAY DONE" not in text and not (MEMCHECK_SUMMARY.search(text) and INVALID.search(text)):
+        raise _did_not_run(text)
+    return parse_memcheck(text, {launch["name"]: launch["src"] for launch in launches})
 
 
 def replay(path: str) -> None:

@@ -204,6 +204,10 @@ def judge_run(ex: Exercise, s: Spec, fn, op: Op, ns: dict | None = None) -> tupl
         if not r:
             hint = op.stat_hints.get(name)
             msg = r.message + (f" ({hint})" if hint else "")
+            if ex.needs_cuda:   # lesson 03's kernels take no row stride: the given launcher makes rows C apart
+                msg = msg.replace("use the row stride (x.stride(0) may differ from N) for both input and output",
+                                  "launch on x2, the given x.reshape(M, C).contiguous(), not on x: these kernels take "
+                                  "rows C apart")
             if name == "y" and len(op.outputs) > 1:   # say where the error is: in the statistics, or after them
                 stats = list(zip(op.outputs[1:], results[1:]))
                 wrong = [rs.message for _, rs in stats if not rs]
@@ -475,39 +479,64 @@ def judge_x_reads(ex: Exercise, ns: dict, op: Op, s: Spec, most: int, why: str) 
 RACECHECK_POINTS = 2
 
 
-def judge_racecheck(ex: Exercise, ns: dict, op: Op, cuda_source: str, shapes: tuple) -> tuple[bool, str]:
-    """The launches the launcher makes for rows of these shapes (recorded here, not run) have no shared-memory
-    hazard under compute-sanitizer's racecheck, run in another process."""
+def _cuda_launches(ex: Exercise, ns: dict, op: Op, cuda_source: str, shapes: tuple) -> tuple[list, str | None]:
+    """The launches the launcher makes for rows of these shapes (plain tensors, with weight and bias; recorded,
+    not run), and why they cannot be judged (None: they can)."""
     from . import racecheck
 
     src = ns[cuda_source]
     if not isinstance(src, str) or holds_stub(src):
-        return False, "the CUDA source still holds its TODO"
+        return [], "the CUDA source still holds its TODO"
     with racecheck.recording_cuda_launches() as launches:
         for i, shape in enumerate(shapes):
-            x, w, b = make_inputs(Spec(name="race", shape=shape, eps=1e-5, seed=70 + i), op)
+            x, w, b = make_inputs(Spec(name="sanitized", shape=shape, eps=1e-5, seed=70 + i), op)
             op.call(ns[ex.functions[0]], x, w, b, 1e-5, {})
     if not any(launch["name"] in ex.kernels for launch in launches):
-        return False, f"no CUDA kernel was launched: {ex.functions[0]} must launch {' or '.join(ex.kernels[:3])}"
-    hazards, first = racecheck.run_racecheck(launches)
-    if hazards:
-        return False, (f"compute-sanitizer racecheck found {hazards} shared-memory hazards; the first: {first}. "
-                       "Right numbers do not prove it safe: between a write of shared memory and another warp's read "
-                       "of it, and between that read and the next write of the same place, every warp must pass a "
-                       "block.sync()")
-    rows = " and ".join("x".join(map(str, shape)) for shape in shapes)
-    return True, f"ok: no hazards in {len(launches)} launches ({rows})"
+        return launches, f"no CUDA kernel was launched: {ex.functions[0]} must launch {' or '.join(ex.kernels[:3])}"
+    return launches, None
+
+
+MEMCHECK_POINTS = 2
+# compute-sanitizer's tools on the recorded launches: what a finding means, and what a clean run says
+SANITIZER_SAYS = {
+    "racecheck": ("compute-sanitizer racecheck found {n} shared-memory hazards; the first: {first}. Right numbers do "
+                  "not prove it safe: between a write of shared memory and another warp's read of it, and between "
+                  "that read and the next write of the same place, every warp must pass a block.sync()",
+                  "ok: no hazards in {launches} launches ({rows})"),
+    "memcheck": ("compute-sanitizer memcheck found {n} accesses outside the tensors; the first: {first}. Right "
+                 "numbers do not prove the reads safe: a load past C whose value is left out of the sum still reads "
+                 "memory past the row, the next row's or, after the last row, none at all (an illegal address). "
+                 "Guard every load, not only the sum: c < C for a float4, c + j < C for a scalar",
+                 "ok: every access of {launches} launches ({rows}) stays inside its tensor"),
+}
+
+
+def judge_sanitizer(tool: str, ex: Exercise, ns: dict, op: Op, cuda_source: str, shapes: tuple) -> tuple[bool, str]:
+    """The launches the launcher makes for rows of these shapes (recorded here, not run) are clean under
+    compute-sanitizer's `tool`, replayed in another process: racecheck (shared-memory hazards) or memcheck
+    (accesses outside the tensors, on tensors without the guard bands of the other cases)."""
+    from . import racecheck
+
+    launches, unjudged = _cuda_launches(ex, ns, op, cuda_source, shapes)
+    if unjudged:
+        return False, unjudged
+    found, first = getattr(racecheck, f"run_{tool}")(launches)
+    fail, ok = SANITIZER_SAYS[tool]
+    if found:
+        return False, fail.format(n=found, first=first)
+    return True, ok.format(launches=len(launches), rows=" and ".join("x".join(map(str, shape)) for shape in shapes))
 
 
 def exercise(lesson: str, op: Op, id: str, title: str, functions: tuple, kernels: tuple, specs: list[Spec],
              *, cuda_source: str | None = None, compile_points: int = 3, given: tuple = (),
-             racecheck: tuple = (), uses: tuple = ()):
+             racecheck: tuple = (), memcheck: tuple = (), uses: tuple = ()):
     """Register an exercise whose cases call functions[0] on each Spec (`uses`: see Exercise.uses).
 
     With `cuda_source` (the name of the student's CUDA C string) the exercise is a CUDA C one: a first
     case compiles that string with nvcc (runs without a GPU), and the Spec cases need CUDA to run.
     With `racecheck` (shapes of x) a second case replays the launches for those rows under compute-sanitizer's
-    racecheck (kernels that share memory between warps). Otherwise it is a Triton one: a first case compiles the kernels its launcher launches for a GPU (they may
+    racecheck (kernels that share memory between warps); with `memcheck` (shapes) a case replays them under its
+    memcheck, on tensors without guard bands (a load past the row whose value is masked out later). Otherwise it is a Triton one: a first case compiles the kernels its launcher launches for a GPU (they may
     have run only in the interpreter), and a case whose call launched a kernel that does not compile fails; a
     second case checks that no load leaves the tensors (right numbers do not show a read past the last row).
     """
@@ -526,8 +555,13 @@ def exercise(lesson: str, op: Op, id: str, title: str, functions: tuple, kernels
                                 points=compile_points, needs="nvcc"))
         if racecheck:
             ex.cases.insert(1, Case("no shared-memory races (compute-sanitizer racecheck)",
-                                    lambda ns: judge_racecheck(ex, ns, op, cuda_source, racecheck),
+                                    lambda ns: judge_sanitizer("racecheck", ex, ns, op, cuda_source, racecheck),
                                     points=RACECHECK_POINTS, needs="racecheck"))
+        if memcheck:
+            ex.cases.insert(1 + bool(racecheck), Case(
+                "no access outside the tensors (compute-sanitizer memcheck)",
+                lambda ns: judge_sanitizer("memcheck", ex, ns, op, cuda_source, memcheck), points=MEMCHECK_POINTS,
+                needs="racecheck"))
     else:
         ex.cases.insert(0, Case("compiles for a GPU (sm_80)",
                                 lambda ns: judge_gpu_compile(ex, ns, op), points=TRITON_COMPILE_POINTS,

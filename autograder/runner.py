@@ -80,10 +80,17 @@ ERROR_HINTS = (
     ("'float' object cannot be interpreted as an integer", ": a float reached range() or a size. Are the launch's "
      "arguments in the kernel's order? A kernel whose N comes after eps gets eps as N from a positional launch: "
      "pass N=N by name"),
+    ("illegal memory access", ": a read or write outside the tensors: a null weight or bias read without `if (weight)` "
+     "/ `if (bias)` (the cases without them), or an index past the row or the last row. The fault breaks every "
+     "later CUDA call of this process"),
     ("misaligned address", ": a float4 (16-byte) load or store at an address that is not a multiple of 16. Take the "
      "vector path only when every pointer it reads or writes is 16-byte aligned: aligned16(x, y, weight, bias). "
      "The fault breaks every later CUDA call of this process"),
 )
+
+
+# CUDA faults that break the context: every later CUDA call of the process fails with the same error
+STICKY_FAULTS = ("illegal memory access", "misaligned address", "unspecified launch failure", "illegal instruction")
 
 
 def _short_error(e: BaseException) -> str:
@@ -159,6 +166,7 @@ def grade(ex: Exercise | str, ns: dict, *, gpu: bool | None = None, on_case=None
     stubs = untouched_stubs(ex, ns)
     used_stubs = _used_stubs(ex, ns)
     rows = []
+    broken_by = None   # the case whose CUDA fault broke the context: later CUDA errors are its, not theirs
     for case in ex.cases if cases is None else cases:
         if on_case is not None:
             on_case(case.name, rows)
@@ -176,6 +184,11 @@ def grade(ex: Exercise | str, ns: dict, *, gpu: bool | None = None, on_case=None
                 msg = f"{msg} (still a TODO stub: {', '.join(stubs)})"
             elif not ok and used_stubs:
                 msg = f"{msg} ({used_stubs})"
+            if not ok and broken_by and any(t in msg for t in ("CUDA error", "cuLaunchKernel", "cuMemcpy", "cuCtx")):
+                msg = (f"not run: case '{broken_by}' broke the CUDA context (a fault there makes every later CUDA "
+                       "call of this process fail); fix that case first")
+            elif not ok and broken_by is None and any(t in msg for t in STICKY_FAULTS):
+                broken_by = case.name
             row.update(passed=ok, message=msg)
         rows.append(row)
         if until is not None and until(row):

@@ -185,10 +185,31 @@ class CudaKernel:
     def __repr__(self) -> str:
         return f"CudaKernel({self.name!r})"
 
+    def max_threads(self) -> int | None:
+        """The most threads a block of this kernel may have (its __launch_bounds__ and registers); None if the
+        function cannot say."""
+        if not hasattr(self, "_max_threads"):
+            try:
+                import pycuda.driver as drv
+                self._max_threads = int(self.function.get_attribute(drv.function_attribute.MAX_THREADS_PER_BLOCK))
+            except Exception:   # a stand-in function (tests), or no driver
+                self._max_threads = None
+        return self._max_threads
+
     def __call__(self, *args, grid, block, shared: int = 0):
         grid, block = _dims(grid, "grid", (2**31 - 1, 65535, 65535)), _dims(block, "block", (1024, 1024, 64))
-        if block[0] * block[1] * block[2] > 1024:
+        threads = block[0] * block[1] * block[2]
+        if threads > 1024:
             raise ValueError(f"{self.name}: block {block} has more than 1024 threads")
+        if threads % 32:
+            raise ValueError(f"{self.name}: block {block} has {threads} threads, not a multiple of 32: the last warp "
+                             "would be partial, and cg::tiled_partition<32> and cg::reduce need whole warps (round "
+                             "the thread count up to a multiple of 32 and guard the extra lanes)")
+        limit = self.max_threads()
+        if limit is not None and threads > limit:
+            raise ValueError(f"{self.name}: block of {threads} threads, but this kernel takes at most {limit} (its "
+                             "__launch_bounds__, or the registers it needs): launch the threads its configuration "
+                             "gives")
         if 0 in grid:
             return None  # nothing to launch (no rows)
         self.function(*[_arg(self.name, i, a) for i, a in enumerate(args)], grid=grid, block=block,
@@ -219,6 +240,10 @@ def _arg(name: str, i: int, a):
         return np.uintp(a.data_ptr())
     if a is None:
         return np.uintp(0)
+    if isinstance(a, (np.float64, np.int64, np.uint64, np.longlong, np.ulonglong)):
+        kind = "np.float32(eps)" if isinstance(a, np.floating) else "np.int32(C)"
+        raise TypeError(f"{name}: argument {i} is a numpy {type(a).__name__} ({a!r}), 8 bytes; the course's kernels "
+                        f"take 4-byte int and float: {kind}")
     if isinstance(a, np.generic):
         return a
     raise TypeError(f"{name}: argument {i} is a Python {type(a).__name__} ({a!r}); give it its C type, "

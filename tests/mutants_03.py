@@ -23,6 +23,16 @@ BLOCK_D = ("int c = 4 * (k * T + t);\n#pragma unroll\n        for (int j = 0; j 
 FIRST_SYNC = "    block.sync();                                   // every partial written before anyone reads\n"
 SECOND_SYNC = "    block.sync();                                   // every partial read before the next call overwrites\n"
 
+REGS_LOADS = ("        int c = 4 * (k * 32 + lane);\n        if (VEC) {\n"
+              "            float4 q = c < C ? __ldcs(reinterpret_cast<const float4*>(xr + c)) : make_float4(0.f, 0.f, 0.f, 0.f);\n"
+              "            v[4 * k] = q.x; v[4 * k + 1] = q.y; v[4 * k + 2] = q.z; v[4 * k + 3] = q.w;\n"
+              "        } else {\n#pragma unroll\n"
+              "            for (int j = 0; j < 4; ++j) v[4 * k + j] = c + j < C ? __ldcs(xr + c + j) : 0.f;\n"
+              "        }\n#pragma unroll\n        for (int j = 0; j < 4; ++j) sum += v[4 * k + j];\n")
+REGS_VEC_WB = ("        int c = 4 * (k * 32 + lane);\n        if (VEC) {\n            if (c < C) {\n"
+               "                float4 w = weight ? __ldg(reinterpret_cast<const float4*>(weight + c)) : make_float4(1.f, 1.f, 1.f, 1.f);\n"
+               "                float4 b = bias ? __ldg(reinterpret_cast<const float4*>(bias + c)) : make_float4(0.f, 0.f, 0.f, 0.f);\n")
+
 MUTANTS = [
     # --- rmsnorm_warp (v2)
     ("rmsnorm_warp", "eps outside the rsqrt", [(RMS_SQ, RMS_SQ.replace("/ C + eps)", "/ C) + eps"))], "constant factor"),
@@ -121,4 +131,27 @@ MUTANTS = [
     ("softmax_online", "grid of M // 8 blocks (drops the last rows)",
      [("kernel(y, x2, np.int32(M), np.int32(C), grid=(cdiv(M, WARPS_PER_BLOCK),)",
        "kernel(y, x2, np.int32(M), np.int32(C), grid=(max(1, M // WARPS_PER_BLOCK),)")], "never written"),
+    # --- from review 03b: right numbers that a sanitizer, a case or a launch check must catch
+    ("layernorm_regs", "float4 load without its c < C guard, the padded lanes masked only in the sum",
+     [(REGS_LOADS, REGS_LOADS.replace("float4 q = c < C ? __ldcs(reinterpret_cast<const float4*>(xr + c)) : "
+                                      "make_float4(0.f, 0.f, 0.f, 0.f);",
+                                      "float4 q = __ldcs(reinterpret_cast<const float4*>(xr + c));")
+                   .replace("sum += v[4 * k + j];", "sum += c + j < C ? v[4 * k + j] : 0.f;"))], "memcheck"),
+    ("layernorm_regs", "float4 path: weight and bias loaded together, only when a weight is given",
+     [(REGS_VEC_WB, REGS_VEC_WB.replace(
+         "                float4 w = weight ? __ldg(reinterpret_cast<const float4*>(weight + c)) : make_float4(1.f, 1.f, 1.f, 1.f);\n"
+         "                float4 b = bias ? __ldg(reinterpret_cast<const float4*>(bias + c)) : make_float4(0.f, 0.f, 0.f, 0.f);\n",
+         "                float4 w = make_float4(1.f, 1.f, 1.f, 1.f), b = make_float4(0.f, 0.f, 0.f, 0.f);\n"
+         "                if (weight) { w = __ldg(reinterpret_cast<const float4*>(weight + c)); "
+         "b = __ldg(reinterpret_cast<const float4*>(bias + c)); }\n"))], "bias given without a weight"),
+    ("softmax_online", "running max started at 0, not -inf",
+     [("    float m = -INFINITY, l = 0.f;\n", "    float m = 0.f, l = 0.f;\n")], "start the running max m at -INFINITY"),
+    ("layernorm_block", "1024 threads for every row (the K = 4 kernels allow 512)",
+     [("           grid=(M,), block=(threads,))\n", "           grid=(M,), block=(1024,))\n")], "takes at most 512"),
+    ("layernorm_block", "threads not rounded up to whole warps",
+     [("    K, threads = block_config(C)\n", "    K, _ = block_config(C)\n    threads = cdiv(C, 4 * K)\n")],
+     "not a multiple of 32"),
+    ("rmsnorm_warp", "eps passed as np.float64",
+     [("kernel(y, rstd, x2, weight, np.int32(M), np.int32(C), np.float32(eps),",
+       "kernel(y, rstd, x2, weight, np.int32(M), np.int32(C), np.float64(eps),")], "8 bytes"),
 ]

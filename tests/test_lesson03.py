@@ -97,6 +97,10 @@ def test_launch_arguments_need_their_c_type():
         cudac._arg("k", 0, torch.zeros(3))
     assert cudac._arg("k", 1, None) == 0
     assert cudac._arg("k", 2, np.int32(7)) == 7
+    with pytest.raises(TypeError, match=r"numpy float64 .*8 bytes.*np.float32\(eps\)"):   # too wide for a C float
+        cudac._arg("k", 5, np.float64(1e-5))
+    with pytest.raises(TypeError, match=r"numpy int64 .*np.int32\(C\)"):
+        cudac._arg("k", 6, np.int64(1000))
 
 
 @pytest.mark.parametrize("dims,what,err", [(0, "block", ValueError), ((2048,), "block", ValueError),
@@ -111,6 +115,8 @@ def test_more_than_1024_threads_per_block_is_refused():
     k = cudac.CudaKernel(function=lambda *a, **kw: pytest.fail("must not launch"), name="k")
     with pytest.raises(ValueError, match="more than 1024 threads"):
         k(grid=(1,), block=(32, 64))
+    with pytest.raises(ValueError, match="not a multiple of 32: the last warp would be partial"):
+        k(grid=(1,), block=(250,))
 
 
 def test_softmax_ref_is_float64_and_masks_minus_inf():

@@ -2,7 +2,8 @@
 
 Every exercise first compiles the student's CUDA string with nvcc for sm_80 and sm_90 (runs without a
 GPU); the numeric cases need a GPU with PyCUDA and are reported as skipped elsewhere. The two kernels that
-share memory between warps (v4, v5) are also run under compute-sanitizer's racecheck.
+share memory between warps (v4, v5) are also run under compute-sanitizer's racecheck, and every kernel under its
+memcheck (a load past the row whose value is left out of the sum gives right numbers).
 """
 from __future__ import annotations
 
@@ -39,11 +40,13 @@ RMS = [
     Spec("3-D input (4, 9, 300)", (4, 9, 300), seed=6),
     Spec("zero rows (y = 0, rstd = 1/sqrt(eps))", (9, 100), zero_rows=(2, 5), seed=7),
     Spec("eps matters: |x|~1e-3, eps=1e-3", (16, 500), eps=1e-3, scale=1e-3, seed=8),
-    Spec("no weight", (6, 1000), weight="none", seed=9),
     Spec("non-contiguous rows (row stride C+37)", (50, 781), row_pad=37, seed=10),
     Spec("1-D input: a single row of 640", (640,), seed=11),
     Spec("2000 short rows of 64", (2000, 64), seed=12),
-] + BAD
+] + BAD + [
+    # after the others: a null weight read faults, and the fault breaks every later case of the exercise
+    Spec("no weight", (6, 1000), weight="none", seed=9),
+]
 
 LN_COMMON = [
     Spec("1x1: a single element (y = bias)", (1, 1), eps=1e-5),
@@ -56,12 +59,23 @@ LN_COMMON = [
     Spec("eps matters: |x|~1e-3, eps=1e-3", (16, 500), eps=1e-3, scale=1e-3, seed=7),
     Spec("3-D input (4, 9, 300)", (4, 9, 300), eps=1e-5, seed=8),
     Spec("non-contiguous rows (row stride C+37)", (50, 781), row_pad=37, eps=1e-5, seed=9),
-    Spec("no weight, no bias, C=999 (the scalar path)", (6, 999), weight="none", eps=1e-5, seed=10),
-    Spec("weight but no bias, C=781 (the scalar path)", (10, 781), bias=False, eps=1e-5, seed=11),
-    Spec("no weight, no bias, C=1000 (the float4 path)", (6, 1000), weight="none", eps=1e-5, seed=14),
     Spec("1-D input: a single row of 640", (640,), eps=1e-5, seed=12),
     Spec("bad input: bias of the wrong shape", (4, 64), bad="bias_shape", seed=13),
 ] + BAD
+
+# Each of weight and bias may be None, on both paths. After the other cases (see misaligned below): a kernel that
+# reads a null pointer faults, and the fault breaks every later case of the exercise.
+BIAS_ONLY = "bias given without a weight: y = (x - mean) * rstd + bias (F.layer_norm(x, shape, None, bias))"
+AFFINE = [
+    Spec("no weight, no bias, C=999 (the scalar path)", (6, 999), weight="none", eps=1e-5, seed=10),
+    Spec("no weight, no bias, C=1000 (the float4 path)", (6, 1000), weight="none", eps=1e-5, seed=14),
+    Spec("bias but no weight, C=999 (the scalar path)", (6, 999), weight="bias_only", eps=1e-5, hint=BIAS_ONLY,
+         seed=16),
+    Spec("bias but no weight, C=1000 (the float4 path)", (6, 1000), weight="bias_only", eps=1e-5, hint=BIAS_ONLY,
+         seed=15),
+    Spec("weight but no bias, C=781 (the scalar path)", (10, 781), bias=False, eps=1e-5, seed=11),
+    Spec("weight but no bias, C=1000 (the float4 path)", (10, 1000), bias=False, eps=1e-5, seed=17),
+]
 
 
 def big_mean(shape, stat_rtol=5e-5, seed=30, hint=BIG_MEAN):
@@ -71,19 +85,22 @@ def big_mean(shape, stat_rtol=5e-5, seed=30, hint=BIG_MEAN):
 
 # Last in each list: a misaligned pointer faults a float4 load ("misaligned address"), which spoils the CUDA
 # context for every later case of the exercise.
-def misaligned(shape, seed=99):
+def misaligned(shape, seed=99, params="weight and bias"):
     return [Spec(f"x 4 bytes past a 16-byte boundary, C={shape[-1]} (no float4 loads)", shape, eps=1e-5,
                  misalign="x", seed=seed),
-            Spec(f"weight and bias 4 bytes past a 16-byte boundary, C={shape[-1]} (no float4 loads of them)", shape,
+            Spec(f"{params} 4 bytes past a 16-byte boundary, C={shape[-1]} (no float4 loads of them)", shape,
                  eps=1e-5, misalign="weight", seed=seed + 1)]
 
 
 # Rows for the racecheck case of the kernels that share memory between warps: the float4 path and the scalar one.
 RACE_ROWS = ((2, 4096), (2, 4097))
+# Rows for the memcheck case: the float4 path and the scalar one, the last row ending inside a register block
+MEMCHECK_ROWS = ((5, 1000), (5, 999))
 
 
 exercise(LESSON, RMSNORM, "rmsnorm_warp", "v2 RMSNorm: one warp per row, rsqrtf",
-         ("rmsnorm_warp", "RMSNORM_WARP_SRC"), ("rmsnorm_warp",), RMS, cuda_source="RMSNORM_WARP_SRC")
+         ("rmsnorm_warp", "RMSNORM_WARP_SRC"), ("rmsnorm_warp",), RMS + misaligned((8, 1000), params="weight"),
+         cuda_source="RMSNORM_WARP_SRC", memcheck=MEMCHECK_ROWS)
 
 exercise(LESSON, LAYERNORM, "layernorm_regs", "v3 LayerNorm: one warp per row, the row in registers",
          ("layernorm_regs", "LAYERNORM_REGS_SRC"), REGS, LN_COMMON + [
@@ -91,7 +108,7 @@ exercise(LESSON, LAYERNORM, "layernorm_regs", "v3 LayerNorm: one warp per row, t
              Spec("C=129: one column past K=1", (5, 129), eps=1e-5, seed=21),
              big_mean((64, 1000)),
              Spec("bad input: C=1025 is too long for one warp's registers", (2, 1025), bad="too_long", seed=22),
-         ] + misaligned((8, 768)), cuda_source="LAYERNORM_REGS_SRC")
+         ] + AFFINE + misaligned((8, 768)), cuda_source="LAYERNORM_REGS_SRC", memcheck=MEMCHECK_ROWS)
 
 exercise(LESSON, LAYERNORM, "layernorm_block", "v4 LayerNorm: one block per row, the row in registers",
          ("layernorm_block", "LAYERNORM_BLOCK_SRC"), BLOCK, LN_COMMON + [
@@ -101,7 +118,8 @@ exercise(LESSON, LAYERNORM, "layernorm_block", "v4 LayerNorm: one block per row,
              Spec("C=65536, the longest row a block holds", (3, 65536), eps=1e-5, seed=23),
              big_mean((32, 20000)),
              Spec("bad input: C=65537 is too long for one block's registers", (2, 65537), bad="too_long", seed=24),
-         ] + misaligned((8, 8192)), cuda_source="LAYERNORM_BLOCK_SRC", racecheck=RACE_ROWS)
+         ] + AFFINE + misaligned((8, 8192)), cuda_source="LAYERNORM_BLOCK_SRC", racecheck=RACE_ROWS,
+         memcheck=MEMCHECK_ROWS)
 
 exercise(LESSON, LAYERNORM, "layernorm_welford", "v5 LayerNorm: Welford in one pass, Chan merges, any C",
          ("layernorm_welford", "LAYERNORM_WELFORD_SRC"), ("layernorm_welford",), LN_COMMON + [
@@ -109,10 +127,11 @@ exercise(LESSON, LAYERNORM, "layernorm_welford", "v5 LayerNorm: Welford in one p
              Spec("C=65536", (3, 65536), eps=1e-5, seed=21),
              Spec("C=131072 (longer than any register budget)", (2, 131072), eps=1e-5, seed=22),
              Spec("C=70001 (scalar path, long)", (2, 70001), eps=1e-5, seed=23),
-             # Chan merges round a running mean near 1e4 to float32 spacing (~1e-3): 7e-5 measured on an H100.
+             # Chan merges round a running mean near 1e4 to float32 spacing (~1e-3): up to 9.7e-5 measured on an H100.
              big_mean((64, 1600), stat_rtol=3e-4, hint=BIG_MEAN_CHAN),
              big_mean((4, 50000), stat_rtol=3e-4, seed=31, hint=BIG_MEAN_CHAN),
-         ] + misaligned((8, 4096)), cuda_source="LAYERNORM_WELFORD_SRC", racecheck=RACE_ROWS)
+         ] + AFFINE + misaligned((8, 4096)), cuda_source="LAYERNORM_WELFORD_SRC", racecheck=RACE_ROWS,
+         memcheck=MEMCHECK_ROWS)
 
 exercise(LESSON, SOFTMAX, "softmax_online", "v6 softmax: one warp per row, (m, l) merged across the warp",
          ("softmax_online", "SOFTMAX_ONLINE_SRC"), ("softmax_online",), [
@@ -131,7 +150,10 @@ exercise(LESSON, SOFTMAX, "softmax_online", "v6 softmax: one warp per row, (m, l
              Spec("3-D input (4, 9, 300)", (4, 9, 300), weight="none", seed=9),
              Spec("non-contiguous rows (row stride C+37)", (50, 781), weight="none", row_pad=37, seed=10),
              Spec("1-D input: a single row of 640", (640,), weight="none", seed=11),
+             Spec("rows far below zero (x - 1000): every exp(x) underflows", (8, 333), weight="none", offset=-1000.0,
+                  seed=12, hint="start the running max m at -INFINITY: from m = 0 every exp(x - m) underflows to 0 "
+                                "when all x < -88, and l = 0"),
              Spec("bad input: float16 x", (4, 64), weight="none", bad="fp16", seed=90),
              Spec("bad input: last dim not contiguous", (64, 8), weight="none", bad="last_dim_stride", seed=92),
              Spec("bad input: x on the CPU", (4, 64), weight="none", bad="cpu", seed=93),
-         ], cuda_source="SOFTMAX_ONLINE_SRC")
+         ], cuda_source="SOFTMAX_ONLINE_SRC", memcheck=MEMCHECK_ROWS)
