@@ -43,7 +43,7 @@ MEMCHECK_SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) errors?")
 INVALID = re.compile(r"Invalid (__\w+__) (read|write) of size (\d+) bytes?")
 LINE = re.compile(r"kernel\.cu:(\d+)")
 THREAD = re.compile(r"by thread \(([^)]*)\) in block \(([^)]*)\)")
-AFTER = re.compile(r"(\d+) bytes (after|before) the nearest allocation")
+AFTER = re.compile(r"(\d+) bytes? (after|before) the nearest allocation")
 
 
 def sanitizer_path() -> str | None:
@@ -87,6 +87,7 @@ def recording_cuda_launches():
     original = CudaKernel.__call__
 
     def record(self, *args, grid, block, shared: int = 0):
+        self.checked(args, grid, block, pointers=False)   # a launch the GPU would refuse is refused here too
         launches.append({"src": self.src, "name": self.name, "args": [_pack(a) for a in args], "grid": grid,
                          "block": block, "shared": shared})
 
@@ -142,9 +143,8 @@ def parse_memcheck(text: str, sources: dict[str, str]) -> tuple[int, str]:
             what += f", in {kernel} line {n} `{src_lines[n - 1].strip()}`"
     if (thread := THREAD.search(block)) is not None:
         what += f" (thread ({thread.group(1)}) of block ({thread.group(2)}))"
-    if (after := AFTER.search(block)) is not None:
-        what += f", {after.group(1)} bytes {after.group(2)} the end of a tensor" if after.group(2) == "after" else \
-            f", {after.group(1)} bytes before the start of a tensor"
+    if (near := AFTER.search(block)) is not None:
+        what += ", past the end of a tensor" if near.group(2) == "after" else ", before the start of a tensor"
     return errors, what
 
 

@@ -220,7 +220,7 @@ def judge_run(ex: Exercise, s: Spec, fn, op: Op, ns: dict | None = None) -> tupl
                     "reshape to (M, N) is a copy, and the kernel wrote the copy: allocate y as torch.empty((M, N), "
                     "...) and return y.reshape(x.shape)"))
             elif s.hint and _hint_applies(ex, s, fn, op, ns):
-                msg = msg.rstrip(".") + f". {s.hint}"
+                msg = (msg if msg.endswith("?") else msg.rstrip(".") + ".") + f" {s.hint}"
             if read and "NaN/Inf" in r.message:   # the guard bands hold NaN: the read is the likely cause
                 return False, f"{read.partition(' (rows past M')[0]}, the likely cause of: {msg}"
             return False, msg + (f" | also {read.partition(' (rows past M')[0]}" if read else "")

@@ -132,7 +132,7 @@ def compare_outputs(op: str, actual, expected, dtype: torch.dtype, *, names=("y"
             tol = tolerance_for(op, dtype)
             if atol is not None:
                 tol = Tolerance(atol=max(tol.atol, atol), rtol=tol.rtol)
-            results.append(compare(got, ref, tol, name=name, dtype=dtype, device=device, x_dtype=dtype))
+            results.append(compare(got, ref, tol, name=name, dtype=dtype, device=device, x_dtype=dtype, op=op))
         else:
             tol = tolerance_for("stat", torch.float32)
             if stat_rtol is not None:
@@ -184,12 +184,13 @@ def _fmt_index(flat_idx: int, shape) -> tuple:
 
 def compare(actual, expected: torch.Tensor, tol: Tolerance, *, name: str = "y",
             dtype: torch.dtype | None = None, device: str | None = None,
-            kernel_hints: bool = True, x_dtype: torch.dtype | None = None) -> CompareResult:
+            kernel_hints: bool = True, x_dtype: torch.dtype | None = None, op: str = "") -> CompareResult:
     """Check `actual` against the float64 `expected`; `dtype`/`device` are what actual must have.
 
     kernel_hints=False leaves out the hints that speak of row-wise kernels (masks, strides, eps,
     fp32 accumulation), for exercises that are not kernels. x_dtype: the kernel's input dtype, where known (an
-    overflow hint is for fp16 input; a per-row statistic is float32 whatever it is).
+    overflow hint is for fp16 input; a per-row statistic is float32 whatever it is). op: the tolerance key of
+    the kernel ("softmax" has no variance and no eps: its hints speak of the running max and sum).
     """
     if not isinstance(tol, Tolerance):
         raise TypeError(f"tol must be a helpers.Tolerance, got {type(tol).__name__}")
@@ -223,7 +224,7 @@ def compare(actual, expected: torch.Tensor, tol: Tolerance, *, name: str = "y",
         n = int(bad_nonfinite.sum())
         i = int(bad_nonfinite.flatten().nonzero()[0])
         hint = (_row_hint(bad_nonfinite) or _zero_row_hint(exp, bad_nonfinite)
-                or _nonfinite_hint(name, act[bad_nonfinite], x_dtype) if kernel_hints else "")
+                or _nonfinite_hint(name, act[bad_nonfinite], x_dtype, op) if kernel_hints else "")
         return CompareResult(False, f"{name}: {n} NaN/Inf where the reference is finite (first at "
                                     f"{_fmt_index(i, actual.shape)}: {act.flatten()[i].item()}, expected "
                                     f"{exp.flatten()[i].item():.6g}){hint}")
@@ -240,7 +241,8 @@ def compare(actual, expected: torch.Tensor, tol: Tolerance, *, name: str = "y",
     msg = (f"{name}: {int(bad.sum())} of {actual.numel()} elements off; worst at {idx}: got "
            f"{act.flatten()[i].item():.6g}, expected {exp.flatten()[i].item():.6g} "
            f"(abs err {err.flatten()[i].item():.3g}, {tol})")
-    return CompareResult(False, msg + (_error_hint(act, exp, bad, name, x_dtype) if kernel_hints else ""), max_err)
+    return CompareResult(False, msg + (_error_hint(act, exp, bad, name, x_dtype, op) if kernel_hints else ""),
+                         max_err)
 
 
 def _rows(t: torch.Tensor) -> torch.Tensor:
@@ -284,17 +286,21 @@ def _unwritten_hint(unwritten: torch.Tensor, name: str = "y") -> str:
     return "."
 
 
-def _nonfinite_hint(name: str, wrong: torch.Tensor, x_dtype: torch.dtype | None) -> str:
+def _nonfinite_hint(name: str, wrong: torch.Tensor, x_dtype: torch.dtype | None, op: str = "") -> str:
     """NaN/Inf where the reference is finite: fp16 squares overflow; with wider inputs a NaN is the rsqrt of a
-    negative variance. Either way an unmasked read of the NaN guard bands around the inputs is possible."""
+    negative variance (softmax: exp(-inf - (-inf)), or l = 0). Either way an unmasked read of the NaN guard bands
+    around the inputs is possible."""
     outside = "; or a read of memory outside the row (masks, strides)?"
+    if op == "softmax":
+        return (". NaN from exp(-inf - (-inf)), or 0/0 from a sum l of 0? A lane whose values are all -inf holds "
+                "(m, l) = (-inf, 0), and updates and merges must leave such a state out" + outside)
     if x_dtype in (None, torch.float16):
         return (". Overflow? Accumulate in fp32: convert x to float32 before squaring (x.to(tl.float32) in Triton, "
                 "a float in CUDA C)" + outside)
     if name == "rstd" or bool(torch.isnan(wrong).all()):
-        return (". NaN from a finite input: the rsqrt of a negative variance? E[x^2] - mean^2, or a correction "
+        return (". NaN: the rsqrt of a negative variance? E[x^2] - mean^2, or a correction "
                 "subtracted after the sum, can cancel below zero (subtract the mean before squaring)" + outside)
-    return ". Inf from a finite input: a division by zero (a count or N of 0?)" + outside
+    return ". Inf: a division by zero (a count or N of 0?)" + outside
 
 
 def _row_hint(bad: torch.Tensor) -> str:
@@ -306,7 +312,7 @@ def _row_hint(bad: torch.Tensor) -> str:
 
 
 def _error_hint(act: torch.Tensor, exp: torch.Tensor, bad: torch.Tensor, name: str = "y",
-                x_dtype: torch.dtype | None = None) -> str:
+                x_dtype: torch.dtype | None = None, op: str = "") -> str:
     a, e, b = _rows(act), _rows(exp), _rows(bad)
     n_cols = a.shape[1]
     bad_rows = b.any(dim=1)
@@ -347,6 +353,9 @@ def _error_hint(act: torch.Tensor, exp: torch.Tensor, bad: torch.Tensor, name: s
                          if act.ndim >= 2 else f"the wrong values are off by a constant factor (x{f:.7g})")
                 if name == "mean":
                     return f"; {where}: divide the sum by N, the row's length (not the padded block size, nor a chunk's)"
+                if op == "softmax":
+                    return (f"; {where}: l, the sum of exp(x - m), is wrong. Rescale it by exp(m_old - m_new) "
+                            "whenever the max grows, in the per-element update and in the merge")
                 return (f"; {where}: the normaliser is wrong. Is eps inside the square root, do you divide "
                         "by N (not the padded block size), and is the variance itself right?")
     if name == "rstd" and bool((act[bad] < exp[bad]).all()):

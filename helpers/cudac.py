@@ -197,6 +197,15 @@ class CudaKernel:
         return self._max_threads
 
     def __call__(self, *args, grid, block, shared: int = 0):
+        args, grid, block = self.checked(args, grid, block)
+        if 0 in grid:
+            return None  # nothing to launch (no rows)
+        self.function(*args, grid=grid, block=block, shared=int(shared))
+        return None
+
+    def checked(self, args, grid, block, pointers: bool = True) -> tuple[list, tuple, tuple]:
+        """The launch's arguments as C values and its grid and block as 3-tuples, or a clear error for a launch the
+        GPU would refuse (or misread). pointers=False leaves tensors as they are (a launch recorded, not made)."""
         grid, block = _dims(grid, "grid", (2**31 - 1, 65535, 65535)), _dims(block, "block", (1024, 1024, 64))
         threads = block[0] * block[1] * block[2]
         if threads > 1024:
@@ -210,11 +219,8 @@ class CudaKernel:
             raise ValueError(f"{self.name}: block of {threads} threads, but this kernel takes at most {limit} (its "
                              "__launch_bounds__, or the registers it needs): launch the threads its configuration "
                              "gives")
-        if 0 in grid:
-            return None  # nothing to launch (no rows)
-        self.function(*[_arg(self.name, i, a) for i, a in enumerate(args)], grid=grid, block=block,
-                      shared=int(shared))
-        return None
+        return [_arg(self.name, i, a) if pointers or not hasattr(a, "data_ptr") else a
+                for i, a in enumerate(args)], grid, block
 
 
 def _dims(d, what: str, limits) -> tuple[int, int, int]:

@@ -91,6 +91,8 @@ def test_compare_hints_that_depend_on_the_output_and_the_input_dtype():
     nan_y[2:] = float("nan")
     fp32 = compare(nan_y, ref, TOL, x_dtype=torch.float32).message
     assert "negative variance" in fp32 and "Overflow" not in fp32
+    softmax = compare(nan_y, ref, TOL, x_dtype=torch.float32, op="softmax").message
+    assert "exp(-inf - (-inf))" in softmax and "variance" not in softmax
     assert "Overflow? Accumulate in fp32" in compare(nan_y, ref, TOL, x_dtype=torch.float16).message
     mean = ref.mean(dim=1)
     zero_mean = compare(torch.zeros(4), mean, TOL, name="mean", x_dtype=torch.float32).message
