@@ -14,7 +14,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
+import inspect
 import math
+import sys
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -198,6 +200,24 @@ MATH_OPS = frozenset({
 })
 
 
+@contextlib.contextmanager
+def _python_calls_seen(codes: dict, record):
+    """Within: every Python call of a function whose code is one of `codes` is recorded with its label."""
+    before = sys.getprofile()
+
+    def hook(frame, event, arg):
+        if event == "call" and frame.f_code in codes:
+            record(codes[frame.f_code])
+        if before is not None:
+            before(frame, event, arg)
+
+    sys.setprofile(hook)
+    try:
+        yield
+    finally:
+        sys.setprofile(before)
+
+
 class _AtenOpsSeen(TorchDispatchMode):
     """Records every ATen op, reached by any route, whose name holds a forbidden one: torch._softmax,
     torch._C._VariableFunctions.softmax and Tensor.softmax all end in aten._softmax. The Python patches of
@@ -249,6 +269,17 @@ PY_REFERENCE_MODULES = ("torch._refs", "torch._refs.nn.functional", "torch._refs
                         "torch._decomp.decompositions")
 
 
+def _reference_codes(names: tuple[str, ...]) -> dict:
+    """The code object of each Python reference holding one of `names` (under its decorators) -> its label: what
+    runs however the function was reached (a name bound before the call, torch._decomp.decomposition_table)."""
+    codes = {}
+    for module, attr in _python_references(names):
+        code = getattr(inspect.unwrap(getattr(module, attr)), "__code__", None)
+        if code is not None:
+            codes.setdefault(code, f"{module.__name__}.{attr}")
+    return codes
+
+
 def _python_references(names: tuple[str, ...]) -> list:
     """(module, attribute) of the functions in PY_REFERENCE_MODULES whose name holds one of `names`."""
     found = []
@@ -264,7 +295,7 @@ def _python_references(names: tuple[str, ...]) -> list:
 
 
 @contextlib.contextmanager
-def student_call(forbidden: tuple[str, ...] = FORBIDDEN, torch_math: bool = False):
+def student_call(forbidden: tuple[str, ...] = FORBIDDEN, torch_math: bool = False, python_calls: bool = False):
     """Context for running student code; yields a Spy with launches, forbidden calls, buffers.
 
     torch_math: record in `spy.torch_math` the ATen ops that compute on float tensors (MATH_OPS), and in
@@ -276,6 +307,8 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN, torch_math: bool = Fals
     method or torch.ops.aten op called under a name that holds one (torch._softmax, torch._C bindings,
     torch.ops.aten.native_layer_norm: the kernels behind F.layer_norm), seen by _TorchFunctionsSeen; any ATen op
     dispatched under such a name (_AtenOpsSeen); and torch's Python references (torch._refs, torch._decomp).
+    python_calls: also every call of those references however they were reached (a profile hook on Python calls:
+    for code that is plain PyTorch, not for Triton's interpreter, which it would slow down).
     """
     triton_launchers = _triton_launchers()
     spy = Spy()
@@ -399,6 +432,8 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN, torch_math: bool = Fals
         watching = forbidden or torch_math
         math = spy.torch_math if torch_math else None
         with contextlib.ExitStack() as modes:
+            if forbidden and python_calls:
+                modes.enter_context(_python_calls_seen(_reference_codes(tuple(forbidden)), spy.forbidden.append))
             if forbidden:
                 modes.enter_context(_TorchFunctionsSeen(tuple(forbidden), spy.forbidden.append))
             if watching:

@@ -138,6 +138,12 @@ MUTANTS = [
      [("    y = (xf - mean) * torch.rsqrt(var + eps)\n    if weight is not None:\n        y = y * weight.to(xf.dtype)\n"
        "    if bias is not None:\n        y = y + bias.to(xf.dtype)\n", "    y = (xf - mean) * torch.rsqrt(var + eps)\n")],
      "without the affine step"),
+    ("layer_norm", "PyTorch's decomposition, looked up in torch._decomp.decomposition_table (bound before the call)",
+     [("def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):\n",
+       "from torch._decomp import decomposition_table as _table\n_decomposed = _table[torch.ops.aten.native_layer_norm.default]\n\n\n"
+       "def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):\n"),
+      (LN_DIMS, LN_DIMS + "    return _decomposed(x, list(shape), weight, bias, eps)[0]\n")],
+     "called torch._refs.native_layer_norm"),
     ("layer_norm", "torch._refs.native_layer_norm (PyTorch's Python reference)",
      [(LN_DIMS, LN_DIMS + "    import torch._refs\n    return torch._refs.native_layer_norm(x, list(shape), weight, bias, eps)[0]\n")],
      "called torch._refs.native_layer_norm"),

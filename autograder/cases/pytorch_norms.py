@@ -71,7 +71,7 @@ def _call(ex_id: str, fn, *args, **kwargs):
     come back unchanged."""
     x = next((a for a in args if isinstance(a, torch.Tensor)), None)
     x_before = None if x is None else x.detach().clone()
-    with student_call(forbidden=FORBIDDEN) as spy:
+    with student_call(forbidden=FORBIDDEN, python_calls=True) as spy:
         out = fn(*args, **kwargs)
     _no_forbidden(ex_id, spy)
     _unchanged("x", x, x_before)
@@ -169,7 +169,7 @@ def _run(body):
 def _expect_error(ex_id: str, call, what: str, types=(ValueError,), must_say: str | None = None):
     """The student's call must raise a clear ValueError (or the given types)."""
     try:
-        with student_call(forbidden=FORBIDDEN) as spy:
+        with student_call(forbidden=FORBIDDEN, python_calls=True) as spy:
             call()
     except types as e:
         _no_forbidden(ex_id, spy)
@@ -576,7 +576,7 @@ def _momentum_hint(kwargs) -> str:
 def _new_module(ns, C, kwargs, dtype=None):
     """The student's BatchNorm(C, **kwargs), moved to dtype (None: as built)."""
     cls = ns["BatchNorm"]
-    with student_call(forbidden=FORBIDDEN) as spy:
+    with student_call(forbidden=FORBIDDEN, python_calls=True) as spy:
         mod = cls(C, **kwargs)
     _no_forbidden("batch_norm_module", spy)
     if not isinstance(mod, nn.Module):
@@ -648,7 +648,7 @@ def _bnm_case(s: BNM) -> Case:
                 xd.requires_grad_(True)
             where = f"after step {k + 1} ({'train' if mode == 't' else 'eval'}) of '{s.steps}'"
             x_before = x.detach().clone()
-            with student_call(forbidden=FORBIDDEN) as spy:
+            with student_call(forbidden=FORBIDDEN, python_calls=True) as spy:
                 y = mod(x)
             _no_forbidden("batch_norm_module", spy)
             _unchanged("x", x, x_before)
@@ -723,7 +723,7 @@ def _bnm_load_state_case(name, seed) -> Case:
         mod.eval()
         ref.eval()
         x = _x(shape, F64, g)
-        with student_call(forbidden=FORBIDDEN) as spy:
+        with student_call(forbidden=FORBIDDEN, python_calls=True) as spy:
             y = mod(x)
         _no_forbidden("batch_norm_module", spy)
         _judge(y, ref(x), F64, "y in eval after load_state_dict")
@@ -749,7 +749,7 @@ def _bnm_batch_of_one_case(name, seed) -> Case:
         res = _expect_error("batch_norm_module", lambda: mod(x),
                             "a (1, C) batch in training: one value per channel", must_say="more than 1 value")
         mod.eval()
-        with student_call(forbidden=FORBIDDEN) as spy:
+        with student_call(forbidden=FORBIDDEN, python_calls=True) as spy:
             y = mod(x)
         _no_forbidden("batch_norm_module", spy)
         ref = nn.BatchNorm1d(3).to(F64).eval()
