@@ -269,6 +269,7 @@ PY_REFERENCE_MODULES = ("torch._refs", "torch._refs.nn.functional", "torch._refs
                         "torch._decomp.decompositions")
 
 
+@functools.cache
 def _reference_codes(names: tuple[str, ...]) -> dict:
     """The code object of each Python reference holding one of `names` (under its decorators) -> its label: what
     runs however the function was reached (a name bound before the call, torch._decomp.decomposition_table)."""
@@ -280,7 +281,8 @@ def _reference_codes(names: tuple[str, ...]) -> dict:
     return codes
 
 
-def _python_references(names: tuple[str, ...]) -> list:
+@functools.cache
+def _python_references(names: tuple[str, ...]) -> tuple:
     """(module, attribute) of the functions in PY_REFERENCE_MODULES whose name holds one of `names`."""
     found = []
     for module_name in PY_REFERENCE_MODULES:
@@ -291,7 +293,7 @@ def _python_references(names: tuple[str, ...]) -> list:
         for attr, value in list(vars(module).items()):
             if callable(value) and "backward" not in attr and any(n in attr for n in names):
                 found.append((module, attr))
-    return found
+    return tuple(found)
 
 
 @contextlib.contextmanager
@@ -306,9 +308,10 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN, torch_math: bool = Fals
     torch.nn.functional.<name>, torch.<name> and Tensor.<name> by their Python names; any torch function, Tensor
     method or torch.ops.aten op called under a name that holds one (torch._softmax, torch._C bindings,
     torch.ops.aten.native_layer_norm: the kernels behind F.layer_norm), seen by _TorchFunctionsSeen; any ATen op
-    dispatched under such a name (_AtenOpsSeen); and torch's Python references (torch._refs, torch._decomp).
-    python_calls: also every call of those references however they were reached (a profile hook on Python calls:
-    for code that is plain PyTorch, not for Triton's interpreter, which it would slow down).
+    dispatched under such a name (_AtenOpsSeen); and torch's Python references (torch._refs, torch._decomp), by
+    their module attributes. python_calls: those references however they were reached instead (a name bound before
+    the call, decomposition_table), by a profile hook on Python calls: for code that is plain PyTorch, not for
+    Triton's interpreter, which it would slow down.
     """
     triton_launchers = _triton_launchers()
     spy = Spy()
@@ -424,8 +427,9 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN, torch_math: bool = Fals
                                  (torch.special, "torch.special"), (torch.Tensor, "Tensor")):
                 if hasattr(owner, name):
                     forbid(owner, name, f"{label}.{name}")
-        for module, attr in _python_references(tuple(forbidden)):
-            forbid(module, attr, f"{module.__name__}.{attr}")
+        if not python_calls:
+            for module, attr in _python_references(tuple(forbidden)):
+                forbid(module, attr, f"{module.__name__}.{attr}")
         if torch_math:
             for name in ("numpy", "tolist", "__array__"):
                 patch(torch.Tensor, name, copying_out(getattr(torch.Tensor, name), f"Tensor.{name}"))

@@ -18,6 +18,7 @@ class Case:
     points: int = 1
     needs_gpu: bool = False
     needs: str | None = None       # "cuda": run CUDA C (GPU, PyCUDA, nvcc); "nvcc": compile CUDA C;
+                                   # "sanitizer": run CUDA C under compute-sanitizer (racecheck, memcheck);
                                    # "triton-compile": compile Triton kernels for a GPU (Triton 3.3+)
 
 

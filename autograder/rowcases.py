@@ -12,7 +12,7 @@ from typing import Callable
 
 import torch
 
-from helpers.compare import compare_outputs
+from helpers.compare import NOTHING_STORED, compare_outputs
 from helpers.env import device, on_gpu
 from helpers.reference import layernorm_ref, rmsnorm_ref, softmax_ref
 
@@ -204,21 +204,15 @@ def judge_run(ex: Exercise, s: Spec, fn, op: Op, ns: dict | None = None) -> tupl
         if not r:
             hint = op.stat_hints.get(name)
             msg = r.message + (f" ({hint})" if hint else "")
-            if ex.needs_cuda:   # lesson 03's kernels take no row stride: the given launcher makes rows C apart
-                msg = msg.replace("use the row stride (x.stride(0) may differ from N) for both input and output",
-                                  "launch on x2, the given x.reshape(M, C).contiguous(), not on x: these kernels take "
-                                  "rows C apart")
             if name == "y" and len(op.outputs) > 1:   # say where the error is: in the statistics, or after them
                 stats = list(zip(op.outputs[1:], results[1:]))
                 wrong = [rs.message for _, rs in stats if not rs]
                 msg += (" | also " + " | ".join(wrong) if wrong else
                         f" ({' and '.join(n for n, _ in stats)} right: the error is in how y is formed from them)")
-            unwritten = "no element of y was written: is the store reached, and is its mask ever true?"
-            if s.swap01 and name == "y" and unwritten in msg:   # the kernel stored, into a copy
-                msg = msg.replace(unwritten, (
-                    "no element of y was written. torch.empty_like(x) keeps this view's permuted layout, so its "
-                    "reshape to (M, N) is a copy, and the kernel wrote the copy: allocate y as torch.empty((M, N), "
-                    "...) and return y.reshape(x.shape)"))
+            if s.swap01 and name == "y" and NOTHING_STORED in msg:   # the kernel stored, into a copy
+                msg = msg.replace(NOTHING_STORED, (
+                    "torch.empty_like(x) keeps this view's permuted layout, so its reshape to (M, N) is a copy, and "
+                    "the kernel wrote the copy: allocate y as torch.empty((M, N), ...) and return y.reshape(x.shape)"))
             elif s.hint and _hint_applies(ex, s, fn, op, ns):
                 msg = (msg if msg.endswith("?") else msg.rstrip(".") + ".") + f" {s.hint}"
             if read and "NaN/Inf" in r.message:   # the guard bands hold NaN: the read is the likely cause
@@ -529,7 +523,7 @@ def judge_sanitizer(tool: str, ex: Exercise, ns: dict, op: Op, cuda_source: str,
 
 def exercise(lesson: str, op: Op, id: str, title: str, functions: tuple, kernels: tuple, specs: list[Spec],
              *, cuda_source: str | None = None, compile_points: int = 3, given: tuple = (),
-             racecheck: tuple = (), memcheck: tuple = (), uses: tuple = ()):
+             racecheck: tuple = (), memcheck: tuple = (), x_reads: tuple = (), uses: tuple = ()):
     """Register an exercise whose cases call functions[0] on each Spec (`uses`: see Exercise.uses).
 
     With `cuda_source` (the name of the student's CUDA C string) the exercise is a CUDA C one: a first
@@ -538,7 +532,8 @@ def exercise(lesson: str, op: Op, id: str, title: str, functions: tuple, kernels
     racecheck (kernels that share memory between warps); with `memcheck` (shapes) a case replays them under its
     memcheck, on tensors without guard bands (a load past the row whose value is masked out later). Otherwise it is a Triton one: a first case compiles the kernels its launcher launches for a GPU (they may
     have run only in the interpreter), and a case whose call launched a kernel that does not compile fails; a
-    second case checks that no load leaves the tensors (right numbers do not show a read past the last row).
+    second case checks that no load leaves the tensors (right numbers do not show a read past the last row); with
+    `x_reads` = (case name, spec, most, why) a third counts how many times the kernels read x on that spec's call.
     """
     ex = Exercise(id=id, lesson=lesson, title=title, functions=functions, kernels=kernels, given=given, uses=uses)
     entry = functions[0]
@@ -556,16 +551,20 @@ def exercise(lesson: str, op: Op, id: str, title: str, functions: tuple, kernels
         if racecheck:
             ex.cases.insert(1, Case("no shared-memory races (compute-sanitizer racecheck)",
                                     lambda ns: judge_sanitizer("racecheck", ex, ns, op, cuda_source, racecheck),
-                                    points=RACECHECK_POINTS, needs="racecheck"))
+                                    points=RACECHECK_POINTS, needs="sanitizer"))
         if memcheck:
             ex.cases.insert(1 + bool(racecheck), Case(
                 "no access outside the tensors (compute-sanitizer memcheck)",
                 lambda ns: judge_sanitizer("memcheck", ex, ns, op, cuda_source, memcheck), points=MEMCHECK_POINTS,
-                needs="racecheck"))
+                needs="sanitizer"))
     else:
         ex.cases.insert(0, Case("compiles for a GPU (sm_80)",
                                 lambda ns: judge_gpu_compile(ex, ns, op), points=TRITON_COMPILE_POINTS,
                                 needs="triton-compile"))
         ex.cases.insert(1, Case("loads stay inside the tensors (rows past M, columns past N)",
                                 lambda ns: judge_reads(ex, ns, op), points=READ_POINTS))
+        if x_reads:
+            name, spec, most, why = x_reads
+            ex.cases.insert(2, Case(name, lambda ns: judge_x_reads(ex, ns, op, spec, most, why),
+                                    points=X_READS_POINTS))
     return register(ex)

@@ -106,7 +106,7 @@ def skip_reason(case, gpu: bool) -> str | None:
     if case.needs == "cuda":
         from helpers.cudac import can_run
         return can_run()
-    if case.needs == "racecheck":
+    if case.needs == "sanitizer":
         from helpers.cudac import can_run
         from .racecheck import sanitizer_path
         return can_run() or (None if sanitizer_path() else "needs compute-sanitizer (it comes with the CUDA toolkit)")

@@ -262,11 +262,12 @@ def _zero_row_hint(exp: torch.Tensor, bad: torch.Tensor) -> str:
 
 
 PER_ROW = ("mean", "rstd")   # outputs with one value per row: their elements are rows
+NOTHING_STORED = "is the store reached, and is its mask ever true?"   # (a case that knows more says that instead)
 
 
 def _unwritten_hint(unwritten: torch.Tensor, name: str = "y") -> str:
     if bool(unwritten.all()):
-        return f"; no element of {name} was written: is the store reached, and is its mask ever true?"
+        return f"; no element of {name} was written: {NOTHING_STORED}"
     if unwritten.ndim == 1 and name in PER_ROW:   # the rows are its elements
         k = int(unwritten.nonzero()[0])
         if bool(unwritten[k:].all()):
@@ -306,8 +307,9 @@ def _nonfinite_hint(name: str, wrong: torch.Tensor, x_dtype: torch.dtype | None,
 def _row_hint(bad: torch.Tensor) -> str:
     b = _rows(bad).any(dim=1)
     if b.shape[0] > 1 and not bool(b[0]) and bool(b[1:].all()):
-        return ("; row 0 is right but every later row is wrong: use the row stride "
-                "(x.stride(0) may differ from N) for both input and output")
+        return ("; row 0 is right but every later row is wrong: use the row stride (x.stride(0) may differ from N) "
+                "for both input and output, or, where the kernel takes rows N apart, launch it on "
+                "x.reshape(M, N).contiguous()")
     return ""
 
 
