@@ -74,6 +74,11 @@ class Spec:
         return None if plain == replace(self, name=plain.name, hint="") else plain
 
 
+def _affine(xhat: torch.Tensor, w: torch.Tensor | None, b: torch.Tensor | None) -> torch.Tensor:
+    """xhat * w + b in float64, each where given."""
+    return xhat * (1.0 if w is None else w.double()) + (0.0 if b is None else b.double())
+
+
 @dataclass
 class Op:
     name: str                                   # tolerance key: rmsnorm | layernorm
@@ -81,17 +86,21 @@ class Op:
     call: Callable                              # call(fn, x, w, b, eps, kwargs) -> out
     ref: Callable                               # ref(x, w, b, eps) -> float64 outputs
     stat_hints: dict = field(default_factory=dict)
+    y_of_stats: Callable | None = None          # y_of_stats(x, w, b, *stats) -> float64 y from given statistics
 
 
 RMSNORM = Op("rmsnorm", ("y", "rstd"),
              call=lambda fn, x, w, b, eps, kw: fn(x, w, eps, **kw),
              ref=lambda x, w, b, eps: rmsnorm_ref(x, w, eps),
-             stat_hints={"rstd": "rstd = 1/sqrt(mean(x^2) + eps), one float32 per row"})
+             stat_hints={"rstd": "rstd = 1/sqrt(mean(x^2) + eps), one float32 per row"},
+             y_of_stats=lambda x, w, b, rstd: _affine(x.double() * rstd.unsqueeze(-1), w, None))
 LAYERNORM = Op("layernorm", ("y", "mean", "rstd"),
                call=lambda fn, x, w, b, eps, kw: fn(x, w, b, eps, **kw),
                ref=layernorm_ref,
                stat_hints={"mean": "mean = sum(x)/N over the N real elements, one float32 per row",
-                           "rstd": "rstd = 1/sqrt(sum((x-mean)^2)/N + eps): biased variance, one float32 per row"})
+                           "rstd": "rstd = 1/sqrt(sum((x-mean)^2)/N + eps): biased variance, one float32 per row"},
+               y_of_stats=lambda x, w, b, mean, rstd: _affine((x.double() - mean.unsqueeze(-1)) * rstd.unsqueeze(-1),
+                                                              w, b))
 SOFTMAX = Op("softmax", ("y",),
              call=lambda fn, x, w, b, eps, kw: fn(x, **kw),
              ref=lambda x, w, b, eps: (softmax_ref(x),))
@@ -207,8 +216,7 @@ def judge_run(ex: Exercise, s: Spec, fn, op: Op, ns: dict | None = None) -> tupl
             if name == "y" and len(op.outputs) > 1:   # say where the error is: in the statistics, or after them
                 stats = list(zip(op.outputs[1:], results[1:]))
                 wrong = [rs.message for _, rs in stats if not rs]
-                msg += (" | also " + " | ".join(wrong) if wrong else
-                        f" ({' and '.join(n for n, _ in stats)} right: the error is in how y is formed from them)")
+                msg += " | also " + " | ".join(wrong) if wrong else _y_error_source(op, out, refs, x0, w0, b0)
             if s.swap01 and name == "y" and NOTHING_STORED in msg:   # the kernel stored, into a copy
                 msg = msg.replace(NOTHING_STORED, (
                     "torch.empty_like(x) keeps this view's permuted layout, so its reshape to (M, N) is a copy, and "
@@ -226,6 +234,27 @@ def judge_run(ex: Exercise, s: Spec, fn, op: Op, ns: dict | None = None) -> tupl
                        "once more before the kernel starts. Rows need not be contiguous: launch on x.reshape(M, N), "
                        "a view for these rows, with its stride(0)")
     return True, "ok (max abs err " + ", ".join(errs) + ")"
+
+
+def _y_error_source(op: Op, out: tuple, refs: tuple, x0, w0, b0) -> str:
+    """Where y's error comes from when every statistic passed its own tolerance: y formed in float64 from the
+    student's statistics is as wrong as the student's y (a small error in them that y magnifies, up to |x - mean|
+    * rstd * weight times), or it is right and the error is in how y is formed from them."""
+    names = " and ".join(op.outputs[1:])
+    try:
+        stats = [t.detach().double().cpu().reshape(x0.shape[:-1]) for t in out[1:]]
+        x, w, b = (None if t is None else t.cpu() for t in (x0, w0, b0))
+        ref = refs[0].cpu()
+        from_stats = (op.y_of_stats(x, w, b, *stats) - ref).abs().nan_to_num(float("inf")).max().item()
+        yours = (out[0].detach().double().cpu().reshape(x0.shape) - ref).abs().nan_to_num(float("inf")).max().item()
+    except (RuntimeError, TypeError, AttributeError):   # shapes or types the comparison has already judged
+        return f" ({names} right: the error is in how y is formed from them)"
+    if from_stats >= 0.5 * yours:
+        return (f" ({names} pass their own tolerance, but y formed from them in float64 is off by up to "
+                f"{from_stats:.3g}, as yours is (up to {yours:.3g}): a small error in the statistics grows in y, by "
+                "up to |x - mean| * rstd * weight. Is eps added once, inside the root, and are the sums taken in "
+                "float32?)")
+    return f" ({names} right: the error is in how y is formed from them)"
 
 
 def _launched_on(x: torch.Tensor, pointers: list[int]) -> bool:
