@@ -150,8 +150,14 @@ def _size(args) -> tuple | None:
     return None
 
 
-def _grid3(grid) -> tuple | None:
-    """A launch grid as (x, y, z); None for a grid given as a function of the meta-parameters."""
+def _grid3(grid, names=(), args=(), kwargs=None) -> tuple | None:
+    """A launch grid as (x, y, z); a grid given as a function of the meta-parameters is called on the launch's
+    arguments by name, as Triton calls it. None where it cannot be told."""
+    if callable(grid):
+        try:
+            grid = grid({**dict(zip(names, args)), **(kwargs or {})})
+        except Exception:
+            return None
     if isinstance(grid, int) and not isinstance(grid, bool):
         grid = (grid,)
     if isinstance(grid, (tuple, list)) and 1 <= len(grid) <= 3 and all(isinstance(g, int) for g in grid):
@@ -354,7 +360,8 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN, torch_math: bool = Fals
         def wrapper(self, *a, **k):
             name = getattr(getattr(self, "fn", None), "__name__", "?")
             spy.launches[name] = spy.launches.get(name, 0) + 1
-            spy.grids.setdefault(name, []).append(_grid3(k.get("grid", getattr(self, "grid", None))))
+            spy.grids.setdefault(name, []).append(_grid3(k.get("grid", getattr(self, "grid", None)),
+                                                         getattr(self, "arg_names", ()), a, k))
             spy.args.setdefault(name, []).append(_int_args(getattr(self, "arg_names", ()), a, k))
             tensors = [t for t in (*a, *k.values()) if isinstance(t, torch.Tensor)]
             spy.storages = [(t.untyped_storage().data_ptr(), t.untyped_storage().nbytes()) for t in tensors]

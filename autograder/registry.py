@@ -20,6 +20,10 @@ class Case:
     needs: str | None = None       # "cuda": run CUDA C (GPU, PyCUDA, nvcc); "nvcc": compile CUDA C;
                                    # "sanitizer": run CUDA C under compute-sanitizer (racecheck, memcheck);
                                    # "triton-compile": compile Triton kernels for a GPU (Triton 3.3+)
+    needs_gib: float = 0.0         # free GPU memory the case allocates (skipped, never passed, where there is less)
+    error_hints: tuple = ()        # (text in an error, hint): this case's own, said before the exercise's
+    after_passes: bool = False     # run only when every case run before it passed (it could fault on a kernel
+                                   # that reads outside its rows, and a fault breaks the process's CUDA context)
 
 
 @dataclass

@@ -216,23 +216,26 @@ def judge_run(ex: Exercise, s: Spec, fn, op: Op, ns: dict | None = None) -> tupl
             if name == "y" and len(op.outputs) > 1:   # say where the error is: in the statistics, or after them
                 stats = list(zip(op.outputs[1:], results[1:]))
                 wrong = [rs.message for _, rs in stats if not rs]
-                msg += " | also " + " | ".join(wrong) if wrong else _y_error_source(op, out, refs, x0, w0, b0)
+                if wrong:
+                    msg += " | also " + " | ".join(wrong)
+                elif " elements off" in r.message:   # wrong values (not a dtype, shape or unwritten y)
+                    msg += _y_error_source(op, out, refs, x0, w0, b0)
             if s.swap01 and name == "y" and NOTHING_STORED in msg:   # the kernel stored, into a copy
                 msg = msg.replace(NOTHING_STORED, (
                     "torch.empty_like(x) keeps this view's permuted layout, so its reshape to (M, N) is a copy, and "
                     "the kernel wrote the copy: allocate y as torch.empty((M, N), ...) and return y.reshape(x.shape)"))
             elif s.hint and _hint_applies(ex, s, fn, op, ns):
                 msg = (msg if msg.endswith("?") else msg.rstrip(".") + ".") + f" {s.hint}"
-            if read and "NaN/Inf" in r.message:   # the guard bands hold NaN: the read is the likely cause
+            if read and ("NaN/Inf" in r.message or "never written" in r.message):   # the guard bands hold NaN and
+                # the unwritten outputs' pattern: a read that reached them is the likely cause
                 return False, f"{read.partition(' (rows past M')[0]}, the likely cause of: {msg}"
             return False, msg + (f" | also {read.partition(' (rows past M')[0]}" if read else "")
         errs.append(f"{name} {r.max_abs_err:.1e}")
-    if read:
-        return False, read
-    if s.row_pad and not ex.needs_cuda and not _launched_on(x, spy.pointers):
-        return False, ("the kernel read a copy of x, not x: x.contiguous() (or a clone) reads and writes all of x "
-                       "once more before the kernel starts. Rows need not be contiguous: launch on x.reshape(M, N), "
-                       "a view for these rows, with its stride(0)")
+    # A load outside the tensors with right numbers is the loads case's to judge (a GPU cannot see it here)
+    if not s.swap01 and not ex.needs_cuda and not _launched_on(x, spy.pointers):
+        return False, ("the kernel read a copy of x, not x: x.float(), x.to(...), x.contiguous() or a clone reads and "
+                       "writes all of x once more before the kernel starts (and in fp32, twice its bytes). Launch on "
+                       "x.reshape(M, N), a view for these rows (whatever their stride(0)), in x's own dtype")
     return True, "ok (max abs err " + ", ".join(errs) + ")"
 
 
@@ -396,7 +399,7 @@ def _own_kernels(ex: Exercise, ns: dict, launched: list[str]) -> tuple[list[str]
 # The "loads stay inside the tensors" case: rows past M (5 rows: a tile of 2, 4 or 8 rows ends past them), a row
 # of one element, a short row that is not a power of two, a row longer than a 16 KB chunk in bf16 and fp32.
 READ_ROWS = (1, 1000, 5000)
-READ_POINTS = 2
+READ_POINTS = 4     # the only case that sees such a read on a GPU: the value cases pass it there, and here too
 
 
 def judge_reads(ex: Exercise, ns: dict, op: Op) -> tuple[bool, str]:
@@ -499,6 +502,73 @@ def judge_x_reads(ex: Exercise, ns: dict, op: Op, s: Spec, most: int, why: str) 
     return True, f"ok: x read {reads:.3g} times ({s.name})"
 
 
+# The "offsets past 2**31 elements" case (a GPU with FAR_ROWS_GIB free). Row offsets in int32
+# (tl.program_id(0) * stride, both int32) wrap negative there; the lessons widen the row index to int64 first.
+FAR_STRIDE = 2**30 + 64     # x's 3 rows this far apart: the third starts 2**31 + 128 elements in
+FAR_ROWS_GIB = 9            # one 4 GiB tensor at a time, and room for a launcher that copies it
+FAR_ROWS_POINTS = 1
+FAR_ROWS_HINT = ("an offset past 2**31 elements is past what an int32 offset reaches: row * stride in int32 wraps "
+                 "negative there. Widen the row index before it multiplies a stride: tl.program_id(0).to(tl.int64)")
+
+
+def far_rows(n: int, eps: float = 1e-6) -> Spec:
+    """The Spec of an exercise's far-rows case: 3 rows of n, bf16."""
+    return Spec(f"offsets past 2**31 elements in x and y (rows of {n} bf16)", (3, n), torch.bfloat16, eps=eps,
+                seed=90)
+
+
+def judge_far_rows(ex: Exercise, ns: dict, op: Op, s: Spec) -> tuple[bool, str]:
+    """Offsets past 2**31 elements, in x and then in y: two calls on the rows of s (3, N), each with one 4 GiB
+    tensor. First x's rows lie FAR_STRIDE elements apart in one allocation, handed over as a strided (3, N) view;
+    then x's first row is broadcast (stride 0) to enough rows that y's last two start past 2**31 elements, and
+    those are judged. Values are compared as in every case; a failure is put down to int32 offsets only when the
+    same rows at the start of x pass."""
+    fn = ns[ex.functions[0]]
+    x0, w, b = make_inputs(s, op)
+    M, N = x0.shape
+    refs = op.ref(x0, w, b, s.eps)
+    tall = -(-2**31 // N) + 2     # rows of the broadcast x: the last two start past 2**31 elements of y
+
+    def call(x, last):   # the outputs, or (last > 0) clones of their last rows: the 4 GiB y is not kept
+        with student_call():
+            out = op.call(fn, x, w, b, s.eps, s.kwargs)
+            _sync()
+        if last and isinstance(out, (tuple, list)):
+            out = tuple(o[-last:].clone() if isinstance(o, torch.Tensor) and o.dim() else o for o in out)
+        elif last and isinstance(out, torch.Tensor):
+            out = out[-last:].clone()
+        return out
+
+    try:
+        far_x = torch.empty((M - 1) * FAR_STRIDE + N, dtype=x0.dtype, device=x0.device)
+        far_x = far_x.as_strided((M, N), (FAR_STRIDE, 1)).copy_(x0)
+        out = call(far_x, 0)
+        del far_x
+        wrong = [r.message for r in compare_outputs(op.name, out, refs, s.dtype, names=op.outputs, device=device())
+                 if not r]
+        where = "x's third row starts 2**31 + 128 elements in"
+        if not wrong:
+            out = call(x0[:1].expand(tall, N), 2)
+            first = tuple(r[:1].expand(2, *r.shape[1:]) for r in refs)
+            wrong = [r.message for r in compare_outputs(op.name, out, first, s.dtype, names=op.outputs,
+                                                        device=device()) if not r]
+            where = f"x is one row broadcast to {tall:,} rows: y's last two start past 2**31 elements"
+    finally:
+        try:
+            torch.cuda.empty_cache()   # give the 4 GiB back (it fails only in a context a fault has broken)
+        except RuntimeError:
+            pass
+    if not wrong:
+        return True, f"ok: x's rows 2**31 + 128 elements in, and y's rows {(tall - 2) * N:,} elements in"
+    try:
+        plain = judge_run(ex, replace(s, name="the same rows at the start of x"), fn, op, ns)[0]
+    except Exception:
+        plain = False
+    if not plain:
+        return False, f"{wrong[0]} ({where}; the same rows at the start of x fail too: the other cases say why)"
+    return False, f"{wrong[0]} ({where}: {FAR_ROWS_HINT})"
+
+
 RACECHECK_POINTS = 2
 
 
@@ -552,7 +622,8 @@ def judge_sanitizer(tool: str, ex: Exercise, ns: dict, op: Op, cuda_source: str,
 
 def exercise(lesson: str, op: Op, id: str, title: str, functions: tuple, kernels: tuple, specs: list[Spec],
              *, cuda_source: str | None = None, compile_points: int = 3, given: tuple = (),
-             racecheck: tuple = (), memcheck: tuple = (), x_reads: tuple = (), uses: tuple = ()):
+             racecheck: tuple = (), memcheck: tuple = (), x_reads: tuple = (), far_rows: Spec | None = None,
+             uses: tuple = ()):
     """Register an exercise whose cases call functions[0] on each Spec (`uses`: see Exercise.uses).
 
     With `cuda_source` (the name of the student's CUDA C string) the exercise is a CUDA C one: a first
@@ -563,6 +634,8 @@ def exercise(lesson: str, op: Op, id: str, title: str, functions: tuple, kernels
     have run only in the interpreter), and a case whose call launched a kernel that does not compile fails; a
     second case checks that no load leaves the tensors (right numbers do not show a read past the last row); with
     `x_reads` = (case name, spec, most, why) a third counts how many times the kernels read x on that spec's call.
+    With `far_rows` (a Spec of 3 rows) a last case, on a GPU with FAR_ROWS_GIB free, puts rows of x and of y
+    past 2**31 elements (int32 row offsets wrap there).
     """
     ex = Exercise(id=id, lesson=lesson, title=title, functions=functions, kernels=kernels, given=given, uses=uses)
     entry = functions[0]
@@ -596,4 +669,10 @@ def exercise(lesson: str, op: Op, id: str, title: str, functions: tuple, kernels
             name, spec, most, why = x_reads
             ex.cases.insert(2, Case(name, lambda ns: judge_x_reads(ex, ns, op, spec, most, why),
                                     points=X_READS_POINTS))
+        if far_rows:    # last: a fault here breaks the CUDA context, and no other case of the exercise after it
+            ex.cases.append(Case(
+                far_rows.name, lambda ns: judge_far_rows(ex, ns, op, far_rows), points=FAR_ROWS_POINTS,
+                needs_gpu=True, needs_gib=FAR_ROWS_GIB, after_passes=True,
+                error_hints=(("illegal memory access", f": {FAR_ROWS_HINT}. The fault breaks this process's "
+                              "CUDA context: restart the Python kernel before anything else runs on the GPU"),)))
     return register(ex)

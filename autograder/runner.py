@@ -103,6 +103,12 @@ def skip_reason(case, gpu: bool) -> str | None:
     """Why a case cannot run here (it is then reported as skipped, never as passed), or None."""
     if case.needs_gpu and not gpu:
         return "needs a CUDA GPU"
+    if case.needs_gib and gpu:
+        import torch
+        torch.cuda.empty_cache()    # memory this process's allocator holds but does not use counts as free
+        free = torch.cuda.mem_get_info()[0] / 2**30
+        if free < case.needs_gib:
+            return f"needs {case.needs_gib:g} GiB of free GPU memory ({free:.1f} GiB free here)"
     if case.needs == "cuda":
         from helpers.cudac import can_run
         return can_run()
@@ -177,7 +183,12 @@ def grade(ex: Exercise | str, ns: dict, *, gpu: bool | None = None, on_case=None
         elif missing:
             row["message"] = f"not defined: {', '.join(missing)} (run the cell that defines it)"
         else:
-            ok, msg = run_case(case, ns, ex.error_hints + ERROR_HINTS)
+            if case.after_passes and (failed := [r["name"] for r in rows if not r["passed"] and not r["skipped"]]):
+                ok, msg = False, (f"not run: it runs once every case before it passes ('{failed[0]}' fails); a "
+                                  "kernel that is wrong there could fault here, and a fault ends this process's use "
+                                  "of the GPU")
+            else:
+                ok, msg = run_case(case, ns, case.error_hints + ex.error_hints + ERROR_HINTS)
             if not ok and stubs and set(stubs) >= set(ex.functions) - set(ex.given):
                 msg = f"not implemented yet: fill in the TODO in {', '.join(stubs)}"
             elif not ok and stubs:   # the others are written: their messages teach, the stub is named beside them

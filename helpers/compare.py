@@ -140,7 +140,7 @@ def compare_outputs(op: str, actual, expected, dtype: torch.dtype, *, names=("y"
             # a variance around a wrong mean is wrong too: the mean's message says why, no hint of rstd's own
             after_bad_mean = name == "rstd" and "mean" in names and not results[names.index("mean")]
             results.append(compare(got, ref, tol, name=name, dtype=torch.float32, device=device, x_dtype=dtype,
-                                   kernel_hints=not after_bad_mean))
+                                   kernel_hints=not after_bad_mean, op=op))
     return results
 
 
@@ -298,6 +298,9 @@ def _nonfinite_hint(name: str, wrong: torch.Tensor, x_dtype: torch.dtype | None,
     if x_dtype in (None, torch.float16):
         return (". Overflow? Accumulate in fp32: convert x to float32 before squaring (x.to(tl.float32) in Triton, "
                 "a float in CUDA C)" + outside)
+    if name == "rstd" and op == "rmsnorm":   # a mean of squares is never negative
+        return (". NaN/Inf: the rsqrt of 0 (eps left out of rsqrt(mean(x^2) + eps)), or a NaN read from memory "
+                "outside the row (masks, strides)?")
     if name == "rstd" or bool(torch.isnan(wrong).all()):
         return (". NaN: the rsqrt of a negative variance? E[x^2] - mean^2, or a correction "
                 "subtracted after the sum, can cancel below zero (subtract the mean before squaring)" + outside)
@@ -360,6 +363,10 @@ def _error_hint(act: torch.Tensor, exp: torch.Tensor, bad: torch.Tensor, name: s
                             "whenever the max grows, in the per-element update and in the merge")
                 return (f"; {where}: the normaliser is wrong. Is eps inside the square root, do you divide "
                         "by N (not the padded block size), and is the variance itself right?")
+    if name == "rstd" and op == "rmsnorm" and bool((act[bad] < exp[bad]).all()):
+        return ("; rstd is too small wherever it is wrong: the mean of squares came out too large. Padded lanes in "
+                "the sum of squares? Load them as 0 (other=0.0 in Triton, a bound on the index in CUDA C); or a "
+                "divisor smaller than N")
     if name == "rstd" and bool((act[bad] < exp[bad]).all()):
         return ("; rstd is too small wherever it is wrong: the variance came out too large. Padded lanes in the sum "
                 "of squares? Each lane past N adds mean^2 unless zeroed (tl.where(mask, x - mean, 0.0) in "

@@ -50,6 +50,8 @@ def setup(quiet: bool = False) -> dict:
     if interpret:
         interpreter_rounds_bf16_to_nearest()
         interpreter_indexes_with_any_numpy()
+        interpreter_computes_bf16_in_fp32()
+        interpreter_takes_bool_arguments()
     if interpret and not quiet:
         reason = "TRITON_INTERPRET=1 is set" if forced else "no CUDA GPU found"
         print(f"[helpers] {reason}: Triton kernels run in Triton's CPU interpreter "
@@ -79,8 +81,7 @@ def interpreter_rounds_bf16_to_nearest() -> bool:
     Its `_convert_float` truncates when no rounding mode is given (Triton 3.2-3.6 at least: `.to(tl.bfloat16)` and
     stores of float32 into bf16), so every bf16 output on the CPU was up to one bf16 ulp (2^-7) off before any
     error of the student's, a verdict that differed from the GPU's. Returns whether the patch is in place; a
-    Triton without that function is left alone. Arithmetic on bf16 values themselves (x * x with no .to(tl.float32)
-    first) stays wrong in the interpreter, which runs it on the raw 16-bit integers; the lessons do the math in fp32.
+    Triton without that function is left alone. (Arithmetic on bf16 values: interpreter_computes_bf16_in_fp32.)
     """
     def wrap(original):
         import triton.language as tl
@@ -121,6 +122,64 @@ def interpreter_indexes_with_any_numpy() -> bool:
         return patch_lang_tensor
 
     return _patch_interpreter("_patch_lang_tensor", "indexes_with_any_numpy", wrap)
+
+
+def interpreter_computes_bf16_in_fp32() -> bool:
+    """Make Triton's interpreter do arithmetic and comparisons on bf16 values as the GPU does: in fp32, each
+    result rounded back to bf16 (to nearest even).
+
+    The interpreter keeps bf16 values as their raw 16-bit patterns and ran `x * w` on two bf16 blocks as an integer
+    product of the patterns: garbage (1e35 for values near 1) where a GPU gives the product within a bf16 rounding,
+    so one kernel passed on a GPU and failed on a CPU with messages about unwritten outputs. Returns whether the
+    patch is in place; a Triton without InterpreterBuilder.binary_op is left alone.
+    """
+    try:
+        import numpy as np
+        import triton.language as tl
+        from triton.runtime.interpreter import InterpreterBuilder, TensorHandle
+    except Exception:
+        return False
+    original = getattr(InterpreterBuilder, "binary_op", None)
+    if original is None:
+        return False
+    if getattr(original, "course_patch", None) == "bf16_in_fp32":
+        return True
+
+    def as_fp32(bits):
+        return (np.asarray(bits).astype(np.uint32) << 16).view(np.float32)
+
+    def binary_op(self, lhs, rhs, op):
+        if lhs.dtype.scalar != tl.bfloat16 or rhs.dtype.scalar != tl.bfloat16:
+            return original(self, lhs, rhs, op)
+        out = op(as_fp32(lhs.data), as_fp32(rhs.data))
+        if out.dtype == np.float32:    # arithmetic; a comparison's booleans stay as they are
+            out = fp32_to_bf16_bits(out).reshape(out.shape)
+        return TensorHandle(out, tl.bfloat16)
+
+    binary_op.course_patch, binary_op.original = "bf16_in_fp32", original
+    InterpreterBuilder.binary_op = binary_op
+    return True
+
+
+def interpreter_takes_bool_arguments() -> bool:
+    """Let Triton's interpreter take a Python bool as a runtime (not constexpr) kernel argument, as a GPU does.
+
+    Triton 3.6's interpreter types True as int1 but stores it in a 32-bit array, and refuses the pair ("numpy data
+    itemsize (32 bits) exceeds dtype primitive_bitwidth (1 bits)"), failing a correct kernel that takes a flag
+    without tl.constexpr. Returns whether the patch is in place; a Triton without that function is left alone.
+    """
+    def wrap(original):
+        import numpy as np
+        import triton.language as tl
+        from triton.runtime.interpreter import TensorHandle
+
+        def implicit_cvt(arg):
+            if isinstance(arg, bool):
+                return tl.tensor(TensorHandle(np.array([arg], dtype=np.bool_), tl.int1), tl.int1)
+            return original(arg)
+        return implicit_cvt
+
+    return _patch_interpreter("_implicit_cvt", "takes_bool_arguments", wrap)
 
 
 def _patch_interpreter(name: str, tag: str, wrap) -> bool:

@@ -11,6 +11,7 @@ FWD_LOAD = ("x = tl.load(X + row * stride_x + cols, mask=mask, other=0.0, evicti
 FWD_RELOAD = FWD_LOAD.replace("evict_last", "evict_first")
 FWD_STORE = "tl.store(Y + row * stride_y + cols, y.to(Y.dtype.element_ty), mask=mask)"
 ROWS_LOAD = "x = tl.load(x_ptrs, mask=mask, other=0.0, eviction_policy=\"evict_last\").to(tl.float32)"
+FAR_ROWS = "past what an int32 offset reaches"
 LOOP_P2 = ("            x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy=\"evict_first\")"
            ".to(tl.float32)")
 
@@ -127,6 +128,31 @@ MUTANTS = [
     ("rmsnorm_fwd_looped", "default chunk of the whole row (block_n=None)",
      [("    BLOCK_N = block_n_for(N, x.element_size()) if block_n is None else block_n\n",
        "    BLOCK_N = triton.next_power_of_2(N) if block_n is None else block_n\n")], "block_n_for(N, 2) = 16384"),
+    # --- from review 04c
+    ("rmsnorm_fwd", "x.float() in the launcher: the kernel reads an fp32 copy of a 16-bit x",
+     [("    ### BEGIN SOLUTION\n    x2 = x.reshape(M, N)\n    y = torch.empty((M, N), dtype=x.dtype, device=x.device)\n"
+       "    rstd = torch.empty(M, dtype=torch.float32, device=x.device)\n    BLOCK_N = triton.next_power_of_2(N)\n"
+       "    _rmsnorm_fwd_kernel[(M,)]",
+       "    ### BEGIN SOLUTION\n    x2 = x.reshape(M, N).float()\n    y = torch.empty((M, N), dtype=x.dtype, "
+       "device=x.device)\n    rstd = torch.empty(M, dtype=torch.float32, device=x.device)\n"
+       "    BLOCK_N = triton.next_power_of_2(N)\n    _rmsnorm_fwd_kernel[(M,)]")],
+     "read a copy of x"),
+    ("rmsnorm_fwd_rows", "M programs through a grid function (most of them idle)",
+     [("_rmsnorm_fwd_rows_kernel[(triton.cdiv(M, BLOCK_M),)](", "_rmsnorm_fwd_rows_kernel[lambda meta: (M,)](")],
+     "this call must launch (2,)"),
+    ("rmsnorm_fwd_looped", "one program per row through a grid function (not persistent)",
+     [("_rmsnorm_fwd_looped_kernel[(min(programs, M),)](", "_rmsnorm_fwd_looped_kernel[lambda meta: (M,)](")],
+     "a persistent grid of num_programs programs"),
+    ("rmsnorm_fwd_looped", "block_n checked, then ignored (always the default chunk)",
+     [("    BLOCK_N = block_n_for(N, x.element_size()) if block_n is None else block_n\n",
+       "    BLOCK_N = block_n_for(N, x.element_size())\n")], "is the chunk (BLOCK_N) the kernel loops in"),
+    # --- int32 row offsets: only the GPU case with rows past 2**31 elements catches them
+    ("rmsnorm_fwd", "row index left int32 (row * stride_x wraps past 2**31 elements)",
+     [("    row = tl.program_id(0).to(tl.int64)\n", "    row = tl.program_id(0)\n")], FAR_ROWS, "gpu"),
+    ("rmsnorm_fwd_rows", "row indices left int32",
+     [("rows = tl.program_id(0).to(tl.int64) * BLOCK_M", "rows = tl.program_id(0) * BLOCK_M")], FAR_ROWS, "gpu"),
+    ("rmsnorm_fwd_looped", "program id left int32 (the rows it loops over too)",
+     [("pid = tl.program_id(0).to(tl.int64)", "pid = tl.program_id(0)")], FAR_ROWS, "gpu"),
     # --- kernels the interpreter runs but a GPU's compiler rejects (the "compiles for a GPU" case)
     ("rmsnorm_fwd", "x ** 2 (no power operator on a GPU)",
      [("    rstd = tl.rsqrt(tl.sum(x * x, axis=0) / N + eps)\n", "    rstd = tl.rsqrt(tl.sum(x ** 2, axis=0) / N + eps)\n")],

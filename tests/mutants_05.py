@@ -7,6 +7,8 @@ LOOPED_STORE = "tl.store(y_row + cols, y.to(Y.dtype.element_ty), mask=mask)"
 DISPATCH = ("    if row_bytes < 2048 or (x.element_size() == 4 and row_bytes <= 8192):\n"
             "        return layernorm_fwd(x, weight, bias, eps)\n")
 
+FAR_ROWS = "past what an int32 offset reaches"
+
 MUTANTS = [
     # --- layernorm_fwd: a tile of rows in registers
     ("layernorm_fwd", "loads without the row mask (the stores keep it): rows past M are read",
@@ -200,4 +202,10 @@ MUTANTS = [
      [("    M, N = helpers.check_rows_input(x, weight, eps, bias=bias, max_n=MAX_FUSED_N)\n    BLOCK_M = ",
        "    M, N = helpers.check_rows_input(x, weight, eps, bias=bias, max_n=MAX_FUSED_N)\n    x.reshape(-1, N).detach().cpu().float()"
        ".numpy().mean(axis=1)\n    BLOCK_M = ")], "took the data out of torch (Tensor.numpy"),
+    # --- int32 row offsets: only the GPU case with rows past 2**31 elements catches them
+    ("layernorm_fwd", "row indices left int32 (rows * stride_x wraps past 2**31 elements)",
+     [("rows = tl.program_id(0).to(tl.int64) * BLOCK_M", "rows = tl.program_id(0) * BLOCK_M")], FAR_ROWS, "gpu"),
+    ("layernorm_fwd_looped", "row index left int32",
+     [("an int 0 that becomes a float is an error.)\n    row = tl.program_id(0).to(tl.int64)\n",
+       "an int 0 that becomes a float is an error.)\n    row = tl.program_id(0)\n")], FAR_ROWS, "gpu"),
 ]

@@ -49,7 +49,7 @@ def test_stubs_zero_on_gpu(lesson):
 @pytest.mark.parametrize("lesson,exercise,name,edits,expect,needs", GPU_MUTANTS,
                          ids=[_id(m) for m in GPU_MUTANTS])
 def test_mutants_rejected_on_gpu(tmp_path, lesson, exercise, name, edits, expect, needs):
-    if needs in ("cuda", "nvcc"):  # CUDA C: through the CLI, so a kernel fault stays in its own process
+    if needs in ("cuda", "nvcc", "gpu"):  # through the CLI, so a kernel fault stays in its own process
         report, out = run_cli(write_variant(tmp_path, edits, src=ROOT / "solutions" / f"{lesson}.ipynb"),
                               "--exercise", exercise, returncode=(0, 3))   # 3: a fault crashed a case
         (ex,) = report["notebooks"][0]["exercises"]

@@ -11,6 +11,7 @@ import pytest
 
 from autograder import gpu_compile
 from autograder.notebook import load
+from autograder.registry import Case
 from autograder.runner import skip_reason
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="Triton installs on Linux only")
@@ -133,7 +134,7 @@ def test_explain_points_at_the_line_and_adds_the_hint():
 def test_the_case_is_skipped_with_a_triton_too_old_to_compile_offline(monkeypatch):
     import helpers.env
 
-    case = SimpleNamespace(needs_gpu=False, needs="triton-compile")
+    case = Case("compiles", lambda ns: (True, ""), needs="triton-compile")
     monkeypatch.setattr(helpers.env, "installed_version", lambda package: "3.2.0")
     assert "Triton 3.3 or newer (found 3.2.0)" in skip_reason(case, gpu=False)
     monkeypatch.setattr(helpers.env, "installed_version", lambda package: "3.6.0")

@@ -91,6 +91,35 @@ def test_check_reports_missing_functions(capsys):
     assert "not defined: rmsnorm_fwd" in capsys.readouterr().out
 
 
+def test_a_case_that_needs_more_gpu_memory_than_is_free_is_skipped(monkeypatch):
+    """The far-rows case allocates 4 GiB: skipped (never passed) where that much is not free, or with no GPU."""
+    import torch
+
+    from autograder.registry import Case
+    from autograder.runner import skip_reason
+
+    case = Case("far rows", lambda ns: (True, ""), needs_gpu=True, needs_gib=5)
+    assert skip_reason(case, gpu=False) == "needs a CUDA GPU"
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (3 * 2**30, 16 * 2**30))
+    assert skip_reason(case, gpu=True) == "needs 5 GiB of free GPU memory (3.0 GiB free here)"
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (6 * 2**30, 16 * 2**30))
+    assert skip_reason(case, gpu=True) is None
+
+
+def test_a_case_that_runs_after_passes_waits_for_every_case_before_it():
+    from autograder.registry import Case, Exercise
+
+    ran = []
+    last = Case("far rows", lambda ns: (ran.append(1) or True, "ok"), after_passes=True)
+    for first_passes in (True, False):
+        ex = Exercise("t", "lesson", "t", ("f",), cases=[Case("plain", lambda ns, ok=first_passes: (ok, "m")), last])
+        result = grade(ex, {"f": None}, gpu=False)
+        assert result["cases"][1]["passed"] is first_passes
+        assert first_passes or result["cases"][1]["message"].startswith("not run: it runs once every case")
+    assert ran == [1]
+
+
 def test_check_rejects_unknown_exercise():
     with pytest.raises(KeyError, match="unknown exercise"):
         check("no_such_exercise", {})

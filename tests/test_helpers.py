@@ -94,6 +94,14 @@ def test_compare_hints_that_depend_on_the_output_and_the_input_dtype():
     softmax = compare(nan_y, ref, TOL, x_dtype=torch.float32, op="softmax").message
     assert "exp(-inf - (-inf))" in softmax and "variance" not in softmax
     assert "Overflow? Accumulate in fp32" in compare(nan_y, ref, TOL, x_dtype=torch.float16).message
+    rstd = ref[:, 0].abs() + 1.0          # RMSNorm's rstd: a mean of squares is never negative
+    inf_rstd = rstd.float().clone()
+    inf_rstd[1] = float("inf")
+    rms = compare(inf_rstd, rstd, TOL, name="rstd", x_dtype=torch.float32, op="rmsnorm").message
+    assert "rsqrt of 0 (eps left out" in rms and "variance" not in rms
+    shrunk = rstd * torch.tensor([0.9, 0.8, 0.95, 0.7], dtype=torch.float64)   # not one constant factor
+    small = compare(shrunk.float(), rstd, TOL, name="rstd", op="rmsnorm").message
+    assert "mean of squares came out too large" in small and "mean^2" not in small
     mean = ref.mean(dim=1)
     zero_mean = compare(torch.zeros(4), mean, TOL, name="mean", x_dtype=torch.float32).message
     assert "every wrong mean is 0" in zero_mean and "fp16" not in zero_mean
@@ -431,6 +439,29 @@ def test_interpreter_stores_bf16_rounded_to_nearest_as_the_gpu_does():
     y = torch.empty(len(x), dtype=torch.bfloat16)
     _to_bf16[(1,)](x, y, len(x), BLOCK=8)
     assert torch.equal(y.view(torch.int16), x.to(torch.bfloat16).view(torch.int16)), (y.tolist(), x.tolist())
+
+
+@pytest.mark.skipif(helpers.on_gpu(), reason="checks the CPU interpreter's arithmetic and arguments")
+def test_interpreter_does_bf16_math_in_fp32_and_takes_a_bool_argument_as_the_gpu_does():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def _mul_add(X, W, Y, n, ADD, BLOCK: tl.constexpr):   # ADD: a runtime bool, not a constexpr
+        offs = tl.arange(0, BLOCK)
+        x = tl.load(X + offs, mask=offs < n, other=0.0)
+        y = x * tl.load(W + offs, mask=offs < n, other=0.0)   # bf16 * bf16: fp32 product, rounded to bf16
+        if ADD:
+            y = y + x
+        tl.store(Y + offs, y, mask=(offs < n) & (y == y))   # a bf16 comparison too (true: no NaN)
+
+    g = torch.Generator().manual_seed(0)
+    x, w = (torch.randn(50, generator=g).bfloat16() for _ in range(2))
+    product = (x.float() * w.float()).bfloat16()
+    for add, want in ((False, product), (True, (product.float() + x.float()).bfloat16())):
+        y = torch.empty_like(x)
+        _mul_add[(1,)](x, w, y, len(x), add, BLOCK=64)
+        assert torch.equal(y.view(torch.int16), want.view(torch.int16)), add
 
 
 def test_compare_outputs_says_what_came_back_instead_of_failing_to_unpack():

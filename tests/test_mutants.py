@@ -3,7 +3,8 @@
 Mutants live per lesson in tests/mutants_NN.py: LESSON (the solution notebook's stem) and MUTANTS,
 a list of (exercise id, name, [(old, new), ...], substring expected in a failing case's message[, needs]).
 `needs` (default: the module's NEEDS, else None) is "cuda" for a mutant that only running the CUDA C
-kernel can catch: on a machine that cannot run it the test is skipped (`make test-gpu` runs it), never passed.
+kernel can catch, "gpu" for a Triton one that only a GPU case catches (rows past 2**31 elements): on a machine that
+cannot run it the test is skipped (`make test-gpu` runs it), never passed.
 """
 import importlib
 import re
@@ -79,4 +80,6 @@ def test_mutant_rejected(tmp_path, lesson, exercise, name, edits, expect, needs)
         pytest.skip(f"caught only by running the kernel: {can_run()} (make test-gpu runs it)")
     if needs == "nvcc" and not has_nvcc():
         pytest.skip("caught by compiling: needs nvcc")
+    if needs == "gpu":   # here or not, a fault would break this process's CUDA context for the tests after it
+        pytest.skip("caught only on a GPU: make test-gpu runs it, through the CLI in a process of its own")
     assert_rejected(tmp_path, lesson, exercise, name, edits, expect)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from ..rowcases import LAYERNORM, ROWS_GRID, SWAPPED, Spec, exercise
+from ..rowcases import LAYERNORM, ROWS_GRID, SWAPPED, Spec, exercise, far_rows
 
 LESSON = "05_triton_layernorm"
 F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
@@ -90,7 +90,7 @@ exercise(LESSON, LAYERNORM, "layernorm_fwd", "LayerNorm forward: a tile of rows 
              Spec("rows_per_program=16, N=1, M=37", (37, 1), eps=1e-5, kwargs={"rows_per_program": 16}, seed=23),
              Spec("rows_per_program=2, bf16 300x512, strided", (300, 512), BF16, row_pad=8, eps=1e-5,
                   kwargs={"rows_per_program": 2}, seed=24),
-         ])
+         ], far_rows=far_rows(1000, eps=1e-5))
 
 exercise(LESSON, LAYERNORM, "layernorm_fwd_fixed", "LayerNorm forward: the repaired three-pass looped kernel",
          ("layernorm_fwd_fixed", FIXED), (FIXED,), COMMON + LONG, given=("layernorm_fwd_fixed",))
@@ -102,7 +102,8 @@ THIRD_READ = ("the first loop merges each chunk's statistics into the row's (Cha
               "three times (exercise 2's kernel)")
 exercise(LESSON, LAYERNORM, "layernorm_fwd_looped", "LayerNorm forward: two passes with Chan's merge",
          ("layernorm_fwd_looped", LOOPED), (LOOPED,), COMMON + LONG,
-         x_reads=("x read twice, not three times (Chan's merge in the first loop)", READ_TWICE, 2, THIRD_READ))
+         x_reads=("x read twice, not three times (Chan's merge in the first loop)", READ_TWICE, 2, THIRD_READ),
+         far_rows=far_rows(40000, eps=1e-5))
 
 exercise(LESSON, LAYERNORM, "layernorm", "LayerNorm forward: a dispatcher for every N",
          ("layernorm",), (TILE, LOOPED, SPLIT),

@@ -1,18 +1,22 @@
 """Hidden cases of lesson 04 (Triton fused RMSNorm forward); the machinery is in autograder/rowcases.py."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 
-from ..rowcases import RMSNORM, ROWS_GRID, SWAPPED, Spec, exercise
+from ..rowcases import RMSNORM, ROWS_GRID, SWAPPED, Spec, exercise, far_rows
 
 LESSON = "04_triton_rmsnorm"
 
 
-def _exercise(id, title, functions, kernels, specs):
-    return exercise(LESSON, RMSNORM, id, title, functions, kernels, specs)
+def _exercise(id, title, functions, kernels, specs, far_n):
+    return exercise(LESSON, RMSNORM, id, title, functions, kernels, specs, far_rows=far_rows(far_n))
 
 
 F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
+ONE_LAUNCH = "one launch of grid (M,): one program per row, all rows at once"
+CHUNK_GIVEN = "a block_n the caller gives is the chunk (BLOCK_N) the kernel loops in"
 PERSISTENT_GRID = ("a persistent grid of num_programs programs (never more than M), each looping over rows "
                    "pid, pid + num_programs, ...")
 
@@ -40,10 +44,10 @@ COMMON = [
 _exercise(
     "rmsnorm_fwd", "RMSNorm forward: one row per program",
     ("rmsnorm_fwd", "_rmsnorm_fwd_kernel"), ("_rmsnorm_fwd_kernel",),
-    COMMON + [
+    [replace(s, grid=(1823,), grid_why=ONE_LAUNCH) if s.shape == (1823, 781) else s for s in COMMON] + [
         Spec("N=65536, the largest single block", (2, 65536), seed=20),
         Spec("bad input: N=65537 is too long for one block", (2, 65537), bad="too_long", seed=21),
-    ])
+    ], far_n=1000)
 
 _exercise(
     "rmsnorm_fwd_rows", "RMSNorm forward: several rows per program",
@@ -53,9 +57,10 @@ _exercise(
              grid=(2,), grid_why=ROWS_GRID, seed=30),
         Spec("rows_per_program=8, M=1023, N=64", (1023, 64), kwargs={"rows_per_program": 8}, grid=(128,),
              grid_why=ROWS_GRID, seed=31),
-        Spec("rows_per_program=16, N=1, M=37", (37, 1), kwargs={"rows_per_program": 16}, seed=32),
+        Spec("rows_per_program=16, N=1, M=37", (37, 1), kwargs={"rows_per_program": 16}, grid=(3,),
+             grid_why=ROWS_GRID, seed=32),
         Spec("rows_per_program=2, bf16 300x512, strided", (300, 512), BF16, row_pad=8,
-             kwargs={"rows_per_program": 2}, seed=33),
+             kwargs={"rows_per_program": 2}, grid=(150,), grid_why=ROWS_GRID, seed=33),
         Spec("rows_per_program=None, N=2048, M=300 (the default by N)", (300, 2048), launch_args={"BLOCK_M": 4},
              grid=(75,), grid_why=ROWS_GRID,
              launch_why="rows_per_program=None takes rows_per_program_for(N) = 4 at N=2048 (by N, the row length, "
@@ -63,25 +68,29 @@ _exercise(
         Spec("bad input: rows_per_program=3, 6, 0 (powers of two >= 1 only)", (6, 64),
              kwargs={"rows_per_program": 3}, bad="kwarg", bad_kwargs=({"rows_per_program": 6}, {"rows_per_program": 0}),
              seed=34),
-    ])
+    ], far_n=1000)
 
 _exercise(
     "rmsnorm_fwd_looped", "RMSNorm forward: rows of any length (persistent, looped)",
     ("rmsnorm_fwd_looped", "_rmsnorm_fwd_looped_kernel"), ("_rmsnorm_fwd_looped_kernel",),
     COMMON + [
         Spec("block_n=32, N=40 (a partial last chunk), M=300 on the default grid", (300, 40),
-             kwargs={"block_n": 32},
+             kwargs={"block_n": 32}, launch_args={"BLOCK_N": 32}, launch_why=CHUNK_GIVEN,
              grid=lambda ns, M: (ns["default_num_programs"](M),) if callable(ns.get("default_num_programs")) else None,
              grid_why="num_programs=None launches default_num_programs(M) programs, " + PERSISTENT_GRID, seed=40),
         Spec("block_n=1024, N=4097 (one element in the last chunk)", (5, 4097), F16,
-             kwargs={"block_n": 1024}, seed=41),
+             kwargs={"block_n": 1024}, launch_args={"BLOCK_N": 1024}, launch_why=CHUNK_GIVEN, seed=41),
+        Spec("N=10000 fp32 (the default chunk: 8192, then 1808)", (3, 10000), launch_args={"BLOCK_N": 8192},
+             launch_why="block_n=None takes block_n_for(N, 4) = 8192 (32 KB chunks of fp32), never the whole row",
+             seed=46),
         Spec("N=131072 (longer than any single block)", (2, 131072), BF16, launch_args={"BLOCK_N": 16384},
              launch_why="block_n=None takes block_n_for(N, 2) = 16384 (32 KB chunks of bf16), never the whole row",
              seed=42),
         Spec("num_programs=3 for M=10 rows (each program loops)", (10, 300),
-             kwargs={"num_programs": 3, "block_n": 128}, grid=(3,), grid_why=PERSISTENT_GRID, seed=43),
+             kwargs={"num_programs": 3, "block_n": 128}, grid=(3,), grid_why=PERSISTENT_GRID,
+             launch_args={"BLOCK_N": 128}, launch_why=CHUNK_GIVEN, seed=43),
         Spec("bad input: block_n=1000, 0 (powers of two only)", (3, 2000), kwargs={"block_n": 1000},
              bad="kwarg", bad_kwargs=({"block_n": 0},), seed=44),
         Spec("bad input: num_programs=0, 2.5", (3, 200), kwargs={"num_programs": 0}, bad="kwarg",
              bad_kwargs=({"num_programs": 2.5},), seed=45),
-    ])
+    ], far_n=40000)

@@ -27,7 +27,7 @@ F16, BF16, F32, F64 = torch.float16, torch.bfloat16, torch.float32, torch.float6
 INF = math.inf
 
 SOFTMAX_FORBIDDEN = ("softmax", "log_softmax", "logsumexp", "logcumsumexp")
-VARIANCE_FORBIDDEN = ("var_mean", "var", "std", "std_mean")
+VARIANCE_FORBIDDEN = ("var_mean", "var", "std", "std_mean", "cov", "corrcoef")
 _INSTEAD = {
     "softmax": "write exp(x - max) / sum yourself",
     "log_softmax": "write exp(x - max) / sum yourself",
@@ -37,7 +37,36 @@ _INSTEAD = {
     "var": "compute (count, mean, M2) chunk by chunk and merge them with welford_merge",
     "std": "compute (count, mean, M2) chunk by chunk and merge them with welford_merge",
     "std_mean": "compute (count, mean, M2) chunk by chunk and merge them with welford_merge",
+    "cov": "compute (count, mean, M2) chunk by chunk and merge them with welford_merge",
+    "corrcoef": "compute (count, mean, M2) chunk by chunk and merge them with welford_merge",
 }
+
+
+@contextlib.contextmanager
+def _other_libraries(forbidden: tuple, record):
+    """numpy's and statistics' variances (np.var, np.std, ndarray.var/std all end in numpy._core._methods._var),
+    recorded while a variance exercise runs."""
+    import statistics
+    try:
+        from numpy._core import _methods
+    except ImportError:
+        from numpy.core import _methods
+    targets = [(_methods, "_var", "numpy.var"), (_methods, "_std", "numpy.std")] if "var" in forbidden else []
+    if "var" in forbidden:
+        targets += [(statistics, n, f"statistics.{n}") for n in ("variance", "pvariance", "stdev", "pstdev")]
+    saved = []
+    for owner, attr, label in targets:
+        orig = getattr(owner, attr)
+        def wrapper(*a, _orig=orig, _label=label, **k):
+            record(_label)
+            return _orig(*a, **k)
+        saved.append((owner, attr, orig))
+        setattr(owner, attr, wrapper)
+    try:
+        yield
+    finally:
+        for owner, attr, orig in saved:
+            setattr(owner, attr, orig)
 
 
 
@@ -56,12 +85,12 @@ def _call(fn: Callable, args: tuple, forbidden: tuple = (), instead: str | None 
     """Run fn(*args) in student_call; return (out, error message or None). instead: the advice for a forbidden
     call (by default the one for the function called)."""
     before = [a.clone() for a in _tensors(args)]
-    with student_call(forbidden=forbidden) as spy:
+    with student_call(forbidden=forbidden) as spy, _other_libraries(forbidden, lambda n: spy.forbidden.append(n)):
         out = fn(*args)
     if spy.forbidden:
         name = spy.forbidden[0]
         short = name.rsplit(".", 1)[-1]   # an ATen op's name holds the function's: _softmax, _log_softmax
-        instead = instead or next(v for k, v in _INSTEAD.items() if k in short)   # overlapping names share advice
+        instead = instead or next((v for k, v in _INSTEAD.items() if k in short), _INSTEAD["var"])   # overlapping names share advice
         return out, f"called {name}: that is the function this exercise rebuilds; {instead} (scores zero)"
     for t, b in zip(_tensors(args), before):
         if not _same(t, b):
@@ -178,6 +207,10 @@ def _judge_probs(y, x: torch.Tensor, dim: int, hint: str = "", nan_hint: str | N
                 why = (f" Row {row} (max {float(rows_x.amax(-1)[below][0]):.6g}) is NaN: its m stayed above the "
                        "row's max, as a stream started from (m, l) = (0, 0) does, so every exp(x - m) underflowed "
                        "to 0 and l = 0. Start from the identity (-inf, 0), softmax_identity(...), not zeros.")
+            elif not stream and torch.isneginf(x).any() and not bool(torch.isneginf(x).all(dim=dim).any()):
+                why = (" The input has -inf entries (masked positions), but no row is all -inf, so every row's max "
+                       "is finite: NaN here comes from x - c with c = -inf (the min or the mean of a row that holds "
+                       "-inf?). Subtract the row's max, x.amax(dim, keepdim=True): exp(-inf - max) = 0.")
             elif torch.isneginf(x).any():
                 why = (" The input has -inf entries (masked positions): wherever a max is taken over values that "
                        "are all -inf, x - max is -inf - (-inf) = nan; use 0 in place of such a max (torch.where).")
@@ -295,6 +328,9 @@ SOFTMAX_SPECS = [
                 hint="(softmax along dim=1: reduce over that dim, keepdim=True to broadcast back)"),
     SoftmaxSpec("masked entries (-inf) in every row", (5, 33), kind="masked", scale=3.0, seed=12,
                 hint="(exp(-inf - max) = 0: a masked entry gets probability 0)"),
+    SoftmaxSpec("bf16, N=1000, |x|~2 (compute in fp32)", (4, 1000), BF16, scale=2.0, seed=15,
+                hint=("(bf16 keeps 8 significant bits: convert x to fp32 first, before subtracting the max; exp, "
+                      "sum and division in fp32 too; cast only the result back)")),
     SoftmaxSpec("fp64 input: computed and returned in fp64", (4, 300), F64, scale=20.0, seed=13,
                 hint="(a float64 input is computed in float64: fp32 loses the last 9 digits)"),
     SoftmaxSpec("bad input: integer logits raise TypeError", (3, 4), bad="int_dtype", seed=14),
@@ -459,11 +495,11 @@ def _merges_seen(ns: dict, name: str, shift=None, rows: tuple | None = None):
     alters what each merge returns (to see whether the result depends on the merges at all). rows: the shape of
     a state's tensors, x.shape[:-1]; a state holding more entries than that is an error named here (the merge
     would fail with a broadcast error that says nothing about the state)."""
-    calls, dtypes = [], set()
+    calls, dtypes, wrong = [], set(), []
     merge = ns.get(name)
     if callable(merge):
         def counting(a, b):
-            calls.append(1)
+            calls.append((tuple(t.detach().clone() for t in _tensors(a)), tuple(t.detach().clone() for t in _tensors(b))))
             dtypes.update(t.dtype for t in _tensors((a, b)))
             big = [t for t in _tensors((a, b)) if rows is not None and t.numel() > math.prod(rows)]
             if big:
@@ -472,10 +508,21 @@ def _merges_seen(ns: dict, name: str, shift=None, rows: tuple | None = None):
                                  f"{'softmax_identity' if 'softmax' in name else 'welford_empty'}(x.shape[:-1], ...),"
                                  f" and reduce each chunk over its last dim)")
             out = merge(a, b)
+            if shift is None and not wrong and name == "online_softmax_merge":   # the merge itself, on what it got
+                try:
+                    ref = _sm_merge_ref(*(tuple(t.double() for t in st) for st in (a, b)))
+                    if not all(bool(((o.double() - r).abs() <= 1e-4 * r.abs())[torch.isfinite(r)].all())
+                               and torch.equal(torch.isfinite(o), torch.isfinite(r)) for o, r in zip(out, ref)):
+                        wrong.append(len(calls))
+                except Exception:
+                    pass
             return shift(out) if shift is not None else out
         ns[name] = counting
     try:
         yield calls, dtypes
+        dtypes.discard(None)
+        if wrong:
+            calls.append(("wrong", wrong[0]))
     finally:
         if callable(merge):
             ns[name] = merge
@@ -487,8 +534,14 @@ def _stream_run(ns, fn, s: SoftmaxSpec) -> tuple[bool, str]:
         y, err = _call(fn, (x, s.chunk), SOFTMAX_FORBIDDEN)
     if err:
         return False, err
+    bad_merge = [c[1] for c in calls if c[0] == "wrong"]
+    calls[:] = [c for c in calls if c[0] != "wrong"]
     merges = (len(calls), math.ceil(x.shape[-1] / s.chunk))
     ok, msg = _judge_probs(y, x, -1, s.hint, s.nan_hint, s.near_hint, stream=True, merges=merges)
+    if not ok and bad_merge:
+        return False, (f"your online_softmax_merge returned a wrong (m, l) inside the stream (call {bad_merge[0]}, "
+                       "checked against the rule on the very states it was given): fix the merge first, its own "
+                       f"cases say how. The stream's result: {msg}")
     acc = acc_dtype(x.dtype)
     low = _coarser(dtypes, acc)
     why_low = (f"the states reaching online_softmax_merge are {', '.join(low)}: fold chunk states in "
@@ -500,6 +553,19 @@ def _stream_run(ns, fn, s: SoftmaxSpec) -> tuple[bool, str]:
         if len(calls) < chunks - 1:
             return False, (f"online_softmax_merge was called {len(calls)} times for {chunks} chunks: stream over "
                            "the row once, folding each chunk's (m, l) into the running state with online_softmax_merge")
+        own = x[..., :s.chunk].to(acc).amax(-1)             # chunk 0's own max
+        lower = own < x.to(acc).amax(-1)
+        if bool(lower.any()) and not any(t.numel() == own.numel() and torch.equal(t.reshape(own.shape)[lower], own[lower])
+                                         for a, b in calls for t in (a[0], b[0])):
+            return False, ("online_softmax_merge was called, but no state it received holds the first chunk's own "
+                           "max: each chunk's state comes from that chunk alone, m_c = c.amax(-1) and "
+                           "l_c = sum(exp(c - m_c)); a max of the whole row taken first is a second pass over it")
+        with _merges_seen(ns, "online_softmax_merge", shift=lambda st: (st[0], st[1] * 2)):
+            y2, err2 = _call(fn, (x, s.chunk), SOFTMAX_FORBIDDEN)
+        if not err2 and isinstance(y2, torch.Tensor) and _close(y2, y, 1e-3, 1e-6):
+            return False, ("online_softmax_merge was called, but the output does not come from its final state "
+                           "(with every merged l doubled, the output did not move): write exp(x - m) / l with the "
+                           "m and l of the merged state, not a separate max and sum over the row")
     if low:
         return False, why_low
     return True, msg
@@ -518,6 +584,7 @@ STREAM_SPECS = [
                       "exp(x - m) with m = -inf is exp(nan); use 0 in place of m there)")),
     SoftmaxSpec("stream: 3-D (2, 3, 50), chunk=16, bf16", (2, 3, 50), BF16, scale=20.0, chunk=16, seed=37),
     SoftmaxSpec("stream: rows of equal values", (3, 40), kind="equal", chunk=7, seed=38),
+    SoftmaxSpec("stream: fp64 input, computed in fp64", (4, 300), F64, scale=20.0, chunk=64, seed=28),
     SoftmaxSpec("stream: rows on very different scales (+1e4, 0, -1e4)", (6, 200), kind="rows_apart", chunk=32,
                 seed=29, near_hint=ROWS_APART_HINT),
 ]
@@ -789,7 +856,7 @@ def _ignores_merges(ns, fn, x, s: VarSpec, var, mean) -> str:
     for name, shift, before in (("mean", moved, mean), ("var", doubled, var)):
         with _merges_seen(ns, "welford_merge", shift=shift):
             out, err = _call(fn, (x, s.chunk, s.correction), VARIANCE_FORBIDDEN)
-        if err or not isinstance(out, tuple) or len(out) != 2:
+        if err or not isinstance(out, (tuple, list)) or len(out) != 2:
             return ""
         now = out[0 if name == "var" else 1]
         if isinstance(now, torch.Tensor) and now.shape == before.shape and _close(now, before, 1e-2):
@@ -818,6 +885,13 @@ def _var_run(ns, fn, s: VarSpec) -> tuple[bool, str]:
                            "(count, mean, M2) and merge the chunk states into the running state with welford_merge")
         if _coarser(dtypes, acc_dtype(s.dtype)):
             return False, "right values, but" + _var_precision_hint(s, dtypes, ())[1:]
+        if s.count_merges:
+            own = x[..., :s.chunk].to(acc_dtype(s.dtype)).mean(-1)     # chunk 0's own mean
+            if not any(t.numel() == own.numel() and torch.allclose(t.reshape(own.shape).to(own.dtype), own, rtol=1e-5, atol=1e-6)
+                       for a, b in calls for t in (a[1], b[1])):
+                return False, ("welford_merge was called, but no state it received holds the first chunk's own "
+                               "mean: each chunk's state is (len, c.mean(-1), sum((c - mean_c)^2)) of that chunk "
+                               "alone; a mean of the whole row taken first is a second pass over it")
         fixed = _ignores_merges(ns, fn, x, s, var, mean) if s.count_merges else ""
         if fixed == "mean":
             return False, ("welford_merge was called, but the mean returned does not come from its states (with "
@@ -831,6 +905,10 @@ def _var_run(ns, fn, s: VarSpec) -> tuple[bool, str]:
     rt = max(1e-3, torch.finfo(s.dtype).eps)
     if var.shape == ref_mean.shape and _close(var, ref_mean, rt, 1e-6) and _close(mean, ref_var, rt, 1e-6):
         return False, "returned (mean, var): torch.var_mean returns (var, mean), variance first"
+    if (var.shape == ref_var.shape and rm and _close(var, ref_var.sqrt(), rt, 1e-6)
+            and not _close(var, ref_var, rt, 1e-6)):
+        return False, (rv.message + "; that is the standard deviation: var is M2 / (n - correction), without a "
+                       "square root")
     if any(t.dtype != s.dtype for t in (var, mean)):
         return False, ((rm.message if not rm else rv.message) + f" (compute in {_short(acc_dtype(s.dtype))}, then "
                        "return var.to(x.dtype), mean.to(x.dtype))")
