@@ -565,7 +565,7 @@ def judge_far_rows(ex: Exercise, ns: dict, op: Op, s: Spec) -> tuple[bool, str]:
     except Exception:
         plain = False
     if not plain:
-        return False, f"{wrong[0]} ({where}; the same rows at the start of x fail too: the other cases say why)"
+        return False, f"{wrong[0]} ({where}; the same rows at the start of x fail too, so not the offsets)"
     return False, f"{wrong[0]} ({where}: {FAR_ROWS_HINT})"
 
 
