@@ -90,7 +90,8 @@ def _call(fn: Callable, args: tuple, forbidden: tuple = (), instead: str | None 
     if spy.forbidden:
         name = spy.forbidden[0]
         short = name.rsplit(".", 1)[-1]   # an ATen op's name holds the function's: _softmax, _log_softmax
-        instead = instead or next((v for k, v in _INSTEAD.items() if k in short), _INSTEAD["var"])   # overlapping names share advice
+        # overlapping names share advice; another library's variance gets the variance's
+        instead = instead or next((v for k, v in _INSTEAD.items() if k in short), _INSTEAD["var"])
         return out, f"called {name}: that is the function this exercise rebuilds; {instead} (scores zero)"
     for t, b in zip(_tensors(args), before):
         if not _same(t, b):
@@ -491,7 +492,9 @@ def _stream_case(s: SoftmaxSpec) -> Case:
 @contextlib.contextmanager
 def _merges_seen(ns: dict, name: str, shift=None, rows: tuple | None = None):
     """While the student's stream runs, count the calls of their merge function `name` (looked up in ns by the
-    stream) and the dtypes of the states it is given; yields (calls, dtypes). shift(state) -> state, if given,
+    stream) and the dtypes of the states it is given; yields (calls, dtypes, wrong): calls holds each call's two
+    states (copies), wrong the number of the first call where online_softmax_merge's result broke the rule on the
+    states it was given (at most one entry). shift(state) -> state, if given,
     alters what each merge returns (to see whether the result depends on the merges at all). rows: the shape of
     a state's tensors, x.shape[:-1]; a state holding more entries than that is an error named here (the merge
     would fail with a broadcast error that says nothing about the state)."""
@@ -499,7 +502,7 @@ def _merges_seen(ns: dict, name: str, shift=None, rows: tuple | None = None):
     merge = ns.get(name)
     if callable(merge):
         def counting(a, b):
-            calls.append((tuple(t.detach().clone() for t in _tensors(a)), tuple(t.detach().clone() for t in _tensors(b))))
+            calls.append(tuple(tuple(t.detach().clone() for t in _tensors(st)) for st in (a, b)))
             dtypes.update(t.dtype for t in _tensors((a, b)))
             big = [t for t in _tensors((a, b)) if rows is not None and t.numel() > math.prod(rows)]
             if big:
@@ -519,23 +522,25 @@ def _merges_seen(ns: dict, name: str, shift=None, rows: tuple | None = None):
             return shift(out) if shift is not None else out
         ns[name] = counting
     try:
-        yield calls, dtypes
-        dtypes.discard(None)
-        if wrong:
-            calls.append(("wrong", wrong[0]))
+        yield calls, dtypes, wrong
     finally:
         if callable(merge):
             ns[name] = merge
 
 
+def _a_state_holds(calls: list, k: int, value: torch.Tensor, same) -> bool:
+    """Whether the k-th tensor of a state given to the merge (calls from _merges_seen) holds `value`:
+    same(tensor, value), the tensor reshaped and cast to value's."""
+    return any(t.numel() == value.numel() and same(t.reshape(value.shape).to(value.dtype), value)
+               for a, b in calls for t in (a[k], b[k]))
+
+
 def _stream_run(ns, fn, s: SoftmaxSpec) -> tuple[bool, str]:
     x = softmax_input(s)
-    with _merges_seen(ns, "online_softmax_merge", rows=tuple(x.shape[:-1])) as (calls, dtypes):
+    with _merges_seen(ns, "online_softmax_merge", rows=tuple(x.shape[:-1])) as (calls, dtypes, bad_merge):
         y, err = _call(fn, (x, s.chunk), SOFTMAX_FORBIDDEN)
     if err:
         return False, err
-    bad_merge = [c[1] for c in calls if c[0] == "wrong"]
-    calls[:] = [c for c in calls if c[0] != "wrong"]
     merges = (len(calls), math.ceil(x.shape[-1] / s.chunk))
     ok, msg = _judge_probs(y, x, -1, s.hint, s.nan_hint, s.near_hint, stream=True, merges=merges)
     if not ok and bad_merge:
@@ -555,8 +560,7 @@ def _stream_run(ns, fn, s: SoftmaxSpec) -> tuple[bool, str]:
                            "the row once, folding each chunk's (m, l) into the running state with online_softmax_merge")
         own = x[..., :s.chunk].to(acc).amax(-1)             # chunk 0's own max
         lower = own < x.to(acc).amax(-1)
-        if bool(lower.any()) and not any(t.numel() == own.numel() and torch.equal(t.reshape(own.shape)[lower], own[lower])
-                                         for a, b in calls for t in (a[0], b[0])):
+        if bool(lower.any()) and not _a_state_holds(calls, 0, own, lambda t, v: torch.equal(t[lower], v[lower])):
             return False, ("online_softmax_merge was called, but no state it received holds the first chunk's own "
                            "max: each chunk's state comes from that chunk alone, m_c = c.amax(-1) and "
                            "l_c = sum(exp(c - m_c)); a max of the whole row taken first is a second pass over it")
@@ -866,7 +870,7 @@ def _ignores_merges(ns, fn, x, s: VarSpec, var, mean) -> str:
 
 def _var_run(ns, fn, s: VarSpec) -> tuple[bool, str]:
     x = var_input(s)
-    with _merges_seen(ns, "welford_merge", rows=tuple(x.shape[:-1])) as (calls, dtypes):
+    with _merges_seen(ns, "welford_merge", rows=tuple(x.shape[:-1])) as (calls, dtypes, _):
         out, err = _call(fn, (x, s.chunk, s.correction), VARIANCE_FORBIDDEN)
     if err:
         return False, err
@@ -887,8 +891,7 @@ def _var_run(ns, fn, s: VarSpec) -> tuple[bool, str]:
             return False, "right values, but" + _var_precision_hint(s, dtypes, ())[1:]
         if s.count_merges:
             own = x[..., :s.chunk].to(acc_dtype(s.dtype)).mean(-1)     # chunk 0's own mean
-            if not any(t.numel() == own.numel() and torch.allclose(t.reshape(own.shape).to(own.dtype), own, rtol=1e-5, atol=1e-6)
-                       for a, b in calls for t in (a[1], b[1])):
+            if not _a_state_holds(calls, 1, own, lambda t, v: torch.allclose(t, v, rtol=1e-5, atol=1e-6)):
                 return False, ("welford_merge was called, but no state it received holds the first chunk's own "
                                "mean: each chunk's state is (len, c.mean(-1), sum((c - mean_c)^2)) of that chunk "
                                "alone; a mean of the whole row taken first is a second pass over it")
