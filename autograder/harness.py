@@ -287,6 +287,20 @@ def _reference_codes(names: tuple[str, ...]) -> dict:
     return codes
 
 
+def _other_libraries(name: str) -> list:
+    """(module, attribute, label) of other libraries' versions of a forbidden torch function: the variance's in
+    NumPy (np.var, np.std and ndarray.var/std all end in numpy's _methods._var/_std) and in statistics."""
+    if name != "var":
+        return []
+    import statistics
+    try:
+        from numpy._core import _methods
+    except ImportError:      # NumPy before 2.0
+        from numpy.core import _methods
+    return ([(_methods, "_var", "numpy.var"), (_methods, "_std", "numpy.std")]
+            + [(statistics, n, f"statistics.{n}") for n in ("variance", "pvariance", "stdev", "pstdev")])
+
+
 @functools.cache
 def _python_references(names: tuple[str, ...]) -> tuple:
     """(module, attribute) of the functions in PY_REFERENCE_MODULES whose name holds one of `names`."""
@@ -314,8 +328,9 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN, torch_math: bool = Fals
     torch.nn.functional.<name>, torch.<name> and Tensor.<name> by their Python names; any torch function, Tensor
     method or torch.ops.aten op called under a name that holds one (torch._softmax, torch._C bindings,
     torch.ops.aten.native_layer_norm: the kernels behind F.layer_norm), seen by _TorchFunctionsSeen; any ATen op
-    dispatched under such a name (_AtenOpsSeen); and torch's Python references (torch._refs, torch._decomp), by
-    their module attributes. python_calls: those references however they were reached instead (a name bound before
+    dispatched under such a name (_AtenOpsSeen); other libraries' versions (the variance's in NumPy and
+    statistics, _other_libraries); and torch's Python references (torch._refs, torch._decomp), by their module
+    attributes. python_calls: those references however they were reached instead (a name bound before
     the call, decomposition_table), by a profile hook on Python calls: for code that is plain PyTorch, not for
     Triton's interpreter, which it would slow down.
     """
@@ -434,6 +449,8 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN, torch_math: bool = Fals
                                  (torch.special, "torch.special"), (torch.Tensor, "Tensor")):
                 if hasattr(owner, name):
                     forbid(owner, name, f"{label}.{name}")
+            for module, attr, label in _other_libraries(name):
+                forbid(module, attr, label)
         if not python_calls:
             for module, attr in _python_references(tuple(forbidden)):
                 forbid(module, attr, f"{module.__name__}.{attr}")

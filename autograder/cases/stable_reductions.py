@@ -42,34 +42,6 @@ _INSTEAD = {
 }
 
 
-@contextlib.contextmanager
-def _other_libraries(forbidden: tuple, record):
-    """numpy's and statistics' variances (np.var, np.std, ndarray.var/std all end in numpy._core._methods._var),
-    recorded while a variance exercise runs."""
-    import statistics
-    try:
-        from numpy._core import _methods
-    except ImportError:
-        from numpy.core import _methods
-    targets = [(_methods, "_var", "numpy.var"), (_methods, "_std", "numpy.std")] if "var" in forbidden else []
-    if "var" in forbidden:
-        targets += [(statistics, n, f"statistics.{n}") for n in ("variance", "pvariance", "stdev", "pstdev")]
-    saved = []
-    for owner, attr, label in targets:
-        orig = getattr(owner, attr)
-        def wrapper(*a, _orig=orig, _label=label, **k):
-            record(_label)
-            return _orig(*a, **k)
-        saved.append((owner, attr, orig))
-        setattr(owner, attr, wrapper)
-    try:
-        yield
-    finally:
-        for owner, attr, orig in saved:
-            setattr(owner, attr, orig)
-
-
-
 def compare(actual, expected, tol, *, name="y", dtype=None) -> CompareResult:
     # compare()'s pattern hints speak of row-wise kernels (masks, eps, strides); here the hints are our own.
     return _compare(actual, expected, tol, name=name, dtype=dtype, kernel_hints=False)
@@ -85,7 +57,7 @@ def _call(fn: Callable, args: tuple, forbidden: tuple = (), instead: str | None 
     """Run fn(*args) in student_call; return (out, error message or None). instead: the advice for a forbidden
     call (by default the one for the function called)."""
     before = [a.clone() for a in _tensors(args)]
-    with student_call(forbidden=forbidden) as spy, _other_libraries(forbidden, lambda n: spy.forbidden.append(n)):
+    with student_call(forbidden=forbidden) as spy:
         out = fn(*args)
     if spy.forbidden:
         name = spy.forbidden[0]
