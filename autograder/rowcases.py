@@ -60,6 +60,7 @@ class Spec:
     launch_why: str = ""           # said when it made others
     hint: str = ""                 # said after a numeric failure of this case that its control case passes
     chunked: bool = False          # the hint is about the chunks: the control runs each row as one chunk
+    twice: bool = False            # then a second call on other values: the first call's outputs must stay as they were
 
     def control(self) -> "Spec | None":
         """The same case without what makes it special (the large mean, the spikes, the swapped view, several
@@ -236,7 +237,32 @@ def judge_run(ex: Exercise, s: Spec, fn, op: Op, ns: dict | None = None) -> tupl
         return False, ("the kernel read a copy of x, not x: x.float(), x.to(...), x.contiguous() or a clone reads and "
                        "writes all of x once more before the kernel starts (and in fp32, twice its bytes). Launch on "
                        "x.reshape(M, N), a view for these rows (whatever their stride(0)), in x's own dtype")
-    return True, "ok (max abs err " + ", ".join(errs) + ")"
+    if s.twice and (kept := _second_call_overwrites(s, fn, op, out, w, b)):
+        return False, kept
+    return True, "ok (max abs err " + ", ".join(errs) + ")" + (", and a second call kept them" if s.twice else "")
+
+
+def _second_call_overwrites(s: Spec, fn, op: Op, out: tuple, w, b) -> str:
+    """Call the launcher again on other values of x's shape and dtype: '' when the first call's outputs are
+    untouched, else what went wrong (outputs cached across calls and written again, or shared between calls)."""
+    first = [t.clone() for t in out]
+    x2 = make_inputs(replace(s, seed=s.seed + 500, offset=s.offset + 1.0), op)[0]
+    if s.swap01:
+        x2 = x2.transpose(0, 1).contiguous().transpose(0, 1)
+    with student_call(torch_math=True):
+        out2 = op.call(fn, x2, w, b, s.eps, s.kwargs)
+        _sync()
+    out2 = (out2,) if isinstance(out2, torch.Tensor) else tuple(out2 or ())
+    shared = [name for name, t, t2 in zip(op.outputs, out, out2)
+              if isinstance(t2, torch.Tensor) and t.untyped_storage().data_ptr() == t2.untyped_storage().data_ptr()]
+    changed = [name for name, t, t0 in zip(op.outputs, out, first) if not torch.equal(t, t0)]
+    if not (shared or changed):
+        return ""
+    return (f"a second call on other values of x {'overwrote' if changed else 'returned'} the first call's "
+            f"{', '.join(changed or shared)}{'' if changed else ' again (the same memory)'}: outputs cached across "
+            "calls are written again by the next call, under the feet of whoever kept the first result (the "
+            "backward pass keeps mean and rstd). Allocate the outputs in every call: torch.empty is cheap, "
+            "PyTorch's caching allocator reuses freed memory without a cudaMalloc")
 
 
 def _y_error_source(op: Op, out: tuple, refs: tuple, x0, w0, b0) -> str:

@@ -17,6 +17,16 @@ LOOP_P2 = ("            x = tl.load(x_row + cols, mask=mask, other=0.0, eviction
 
 MUTANTS = [
     # --- rmsnorm_fwd: one row per program
+    ("rmsnorm_fwd", "output buffers cached across calls (a second call overwrites the first's y and rstd)",
+     [("    y = torch.empty((M, N), dtype=x.dtype, device=x.device)\n"
+       "    rstd = torch.empty(M, dtype=torch.float32, device=x.device)\n    BLOCK_N = triton.next_power_of_2(N)\n"
+       "    _rmsnorm_fwd_kernel[(M,)](\n",
+       "    bufs = rmsnorm_fwd.__dict__.setdefault(\"bufs\", {})\n    if (M, N, x.dtype, x.device) not in bufs:\n"
+       "        bufs[M, N, x.dtype, x.device] = (torch.empty((M, N), dtype=x.dtype, device=x.device),\n"
+       "                                          torch.empty(M, dtype=torch.float32, device=x.device))\n"
+       "    y, rstd = bufs[M, N, x.dtype, x.device]\n    BLOCK_N = triton.next_power_of_2(N)\n"
+       "    _rmsnorm_fwd_kernel[(M,)](\n")],
+     "a second call on other values of x overwrote the first call's y, rstd"),
     ("rmsnorm_fwd", "x.contiguous() first: a strided x is copied before the kernel",
      [("    ### BEGIN SOLUTION\n    x2 = x.reshape(M, N)\n    y = torch.empty((M, N), dtype=x.dtype, device=x.device)\n"
        "    rstd = torch.empty(M, dtype=torch.float32, device=x.device)\n    BLOCK_N = triton.next_power_of_2(N)\n"

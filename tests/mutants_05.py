@@ -32,6 +32,14 @@ MUTANTS = [
        "device=x.device)\n    mean = torch.empty(M, dtype=torch.float32, device=x.device)\n    rstd = torch.empty(M, "
        "dtype=torch.float32, device=x.device)\n    BLOCK_N = triton.next_power_of_2(N)\n    _layernorm_fwd_kernel")],
      "read a copy of x"),
+    ("layernorm_fwd", "mean and rstd cached across calls (a backward pass would read the next call's statistics)",
+     [("    mean = torch.empty(M, dtype=torch.float32, device=x.device)\n    rstd = torch.empty(M, dtype=torch.float32, "
+       "device=x.device)\n    BLOCK_N = triton.next_power_of_2(N)\n    _layernorm_fwd_kernel",
+       "    if getattr(layernorm_fwd, \"stats\", (None,))[0] is None or layernorm_fwd.stats[0].shape != (M,) "
+       "or layernorm_fwd.stats[0].device != x.device:\n        layernorm_fwd.stats = (torch.empty(M, dtype=torch.float32, "
+       "device=x.device), torch.empty(M, dtype=torch.float32, device=x.device))\n    mean, rstd = layernorm_fwd.stats\n"
+       "    BLOCK_N = triton.next_power_of_2(N)\n    _layernorm_fwd_kernel")],
+     "overwrote the first call's mean, rstd"),
     ("layernorm_fwd", "mean never stored", [(TILE_STORE_MEAN, "")], "never written"),
     ("layernorm_fwd", "eps squared: rstd passes its own tolerance where var >> eps, y does not",
      [("rstd = tl.rsqrt(tl.sum(xc * xc, axis=1) / N + eps)", "rstd = tl.rsqrt(tl.sum(xc * xc, axis=1) / N + eps * eps)")],

@@ -40,7 +40,7 @@ COMMON = [
     Spec("eps matters: |x|~1e-3, eps=1e-3", (16, 500), eps=1e-3, scale=1e-3, seed=7),
     Spec("zero rows (y = bias, rstd = 1/sqrt(eps))", (9, 100), zero_rows=(2, 5), eps=1e-5, seed=8),
     Spec("constant rows x = 1e4 (variance exactly 0)", (8, 333), const=1e4, eps=1e-5, seed=9),
-    Spec("3-D input (4, 9, 300) bf16", (4, 9, 300), BF16, eps=1e-5, seed=10),
+    Spec("3-D input (4, 9, 300) bf16, then a second call", (4, 9, 300), BF16, eps=1e-5, seed=10, twice=True),
     Spec("non-contiguous rows (row stride N+37)", (50, 781), row_pad=37, eps=1e-5, seed=11),
     Spec("3-D view with dims 0 and 1 swapped (no one row stride)", (4, 9, 300), swap01=True, eps=1e-5, hint=SWAPPED,
          seed=26),

@@ -29,7 +29,7 @@ COMMON = [
     Spec("fp16 whose squares overflow fp16 (|x|~300)", (33, 1600), F16, scale=300.0, seed=5),
     Spec("eps matters: |x|~1e-3, eps=1e-3", (16, 500), eps=1e-3, scale=1e-3, seed=6),
     Spec("zero rows (y=0, rstd=1/sqrt(eps))", (9, 100), zero_rows=(2, 5), seed=7),
-    Spec("3-D input (4, 9, 300) bf16", (4, 9, 300), BF16, seed=8),
+    Spec("3-D input (4, 9, 300) bf16, then a second call", (4, 9, 300), BF16, seed=8, twice=True),
     Spec("non-contiguous rows (row stride N+37)", (50, 781), row_pad=37, seed=9),
     Spec("3-D view with dims 0 and 1 swapped (no one row stride)", (4, 9, 300), swap01=True, hint=SWAPPED,
          seed=16),
