@@ -67,6 +67,9 @@ MUTANTS = [
      [("    for start in range(0, N, chunk):\n        c = x[..., start:start + chunk].to(acc)\n        m_c = ",
        "    for start in range(0, N - chunk + 1, chunk):\n        c = x[..., start:start + chunk].to(acc)\n"
        "        m_c = ")], "sum to"),
+    ("online_softmax", "chunks one column short: x[..., s:s+chunk-1] leaves a column of every chunk out",
+     [(STREAM_LOOP, "    for start in range(0, N, chunk):\n        c = x[..., start:start + chunk - 1].to(acc)\n"
+                    "        m_c = ")], "did any chunk hold this column?"),
     ("online_softmax", "output without the max (exp(x) / l)",
      [(STREAM_OUT, "    return (torch.exp(x.to(acc)) / l.unsqueeze(-1)).to(x.dtype)\n")], "subtract the max"),
     ("online_softmax", "all -inf chunk not guarded (causal mask)", [(CHUNK_SAFE, "        m_c_safe = m_c\n")],
@@ -113,6 +116,8 @@ MUTANTS = [
      [(CHAN_M2, "    m2 = m2_a + m2_b + delta * delta * n\n")], "the spread between the two means"),
     ("welford", "Chan: 0/0 on two empty states", [(CHAN_W, "    w_b = n_b / n\n")], "An empty state (count 0)"),
     # --- var_mean_welford
+    ("var_mean_welford", "welford_merge's cross term over n^2 (var_mean itself right): named inside the stream",
+     [(CHAN_M2, "    m2 = m2_a + m2_b + delta * delta * n_a * w_b * w_b\n")], "your welford_merge returned a wrong"),
     ("var_mean_welford", "merges the chunks, then returns a separate two-pass result",
      [("    n, mean, m2 = state\n    return (m2 / (n - correction)).to(x.dtype), mean.to(x.dtype)\n",
        "    xf = x.to(acc)\n    mean = xf.mean(dim=-1)\n    m2 = ((xf - mean.unsqueeze(-1)) ** 2).sum(dim=-1)\n"

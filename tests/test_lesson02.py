@@ -195,3 +195,30 @@ def test_a_stub_that_the_exercise_relies_on_is_named(tmp_path):
     result = grade(get("var_mean_welford"), ns, gpu=False)
     failed = [c for c in result["cases"] if not c["passed"]]
     assert failed and all("welford_merge (exercise welford) is still a TODO stub" in c["message"] for c in failed)
+
+
+@pytest.mark.parametrize("count", ["torch.full(mean_c.shape, float(c.shape[-1]))",     # the default dtype, fp32
+                                   "torch.full(mean_c.shape, c.shape[-1])"])            # int64
+def test_a_count_of_another_dtype_beside_the_state_is_not_a_precision_loss(tmp_path, count):
+    """Whole-number counts are exact in any dtype and the merge promotes them: only mean and M2 are judged by
+    dtype (an fp64 input's stream with an fp32 count was told to convert its chunks to fp64)."""
+    from autograder import get, grade
+    from autograder.notebook import load, write_variant
+    from conftest import ROOT
+
+    path = write_variant(ROOT / "solutions" / "02_stable_reductions.ipynb",
+                         [("torch.full_like(mean_c, c.shape[-1])", count)], tmp_path / "count.ipynb")
+    ns, _ = load(path)
+    result = grade(get("var_mean_welford"), ns, gpu=False)
+    assert result["earned"] == result["possible"], [c["message"] for c in result["cases"] if not c["passed"]]
+
+
+def test_a_column_no_chunk_held_is_named_in_the_stream():
+    """+inf beside finite outputs in a stream: exp(x - m) overflowed, m below that x (a column left out)."""
+    x = torch.tensor([[1.0, 2.0, 300.0, 0.5]])
+    m, l = torch.tensor([2.0]), torch.tensor([1.5])                    # column 2 never reached the state
+    y = torch.exp(x - m.unsqueeze(-1)) / l.unsqueeze(-1)
+    ok, msg = cases._judge_probs(y, x, -1, stream=True, merges=(1, 2))
+    assert not ok and "did any chunk hold this column?" in msg and "column 2" in msg
+    ok, msg = cases._judge_probs(y, x, -1)                                # stable_softmax: the overflow hint
+    assert not ok and "did any chunk hold" not in msg

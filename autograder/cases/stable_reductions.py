@@ -175,6 +175,12 @@ def _judge_probs(y, x: torch.Tensor, dim: int, hint: str = "", nan_hint: str | N
                        "chunk's l_c = sum(exp(c - m_c)) against the chunk's own max m_c (exp(c) alone underflows "
                        "to 0 for c < -103), and divide by the final state's l with the final state's m: "
                        "y = exp(x - m) / l.")
+            elif stream and (inf_among_finite := _inf_among_finite(yd, x, dim)) is not None:
+                row, col = inf_among_finite
+                why = (f" In row {row} y is +inf at column {col} (x = {float(x.double()[row + (col,)]):.6g}) beside "
+                       "finite outputs: l is finite and non-zero there, so exp(x - m) overflowed, the final m far "
+                       "below this x: did any chunk hold this column? Every column must be in one chunk, "
+                       "x[..., s:s+chunk] for s in range(0, N, chunk), and the merge keeps the larger max.")
             elif stream and below.any() and bool((rows_x.amax(-1)[below] < -87).all()):
                 row = tuple(int(v) for v in below.nonzero()[0])
                 why = (f" Row {row} (max {float(rows_x.amax(-1)[below][0]):.6g}) is NaN: its m stayed above the "
@@ -206,6 +212,20 @@ def _judge_probs(y, x: torch.Tensor, dim: int, hint: str = "", nan_hint: str | N
     return False, msg + (f" {hint}" if hint else "")
 
 
+def _inf_among_finite(yd: torch.Tensor, x: torch.Tensor, dim: int):
+    """(row index, column) of a +inf output at a finite x in a row that also holds finite non-zero outputs, or
+    None. In a stream, y = exp(x - m) / l: finite non-zero outputs show l finite and non-zero, so a +inf is
+    exp(x - m) overflowing, m more than 88 below x: a column that no chunk state held."""
+    ys, xs = yd.movedim(dim, -1), x.double().movedim(dim, -1)
+    pos = torch.isposinf(ys) & torch.isfinite(xs)
+    rows = pos.any(-1) & (torch.isfinite(ys) & (ys > 0)).any(-1)
+    if not bool(rows.any()):
+        return None
+    row = tuple(int(v) for v in rows.nonzero()[0])
+    col = int(pos[row].nonzero()[0])
+    return row, col
+
+
 @dataclass
 class SoftmaxSpec:
     name: str
@@ -217,6 +237,7 @@ class SoftmaxSpec:
     kind: str = "randn"        # randn | equal | masked | rows_apart | causal
     chunk: int = 128           # online_softmax only
     hint: str = ""
+    hint_with_nan: bool = False  # online_softmax: the hint goes only with a NaN in y (it explains one)
     nan_hint: str | None = None  # replaces hint where rows come out NaN/Inf or all zero (see _judge_probs)
     near_hint: str = ""         # added where the result is finite and within 0.2 % everywhere
     count_merges: bool = False  # online_softmax only: check that the stream merges chunk states
@@ -475,7 +496,10 @@ def _merges_seen(ns: dict, name: str, shift=None, rows: tuple | None = None):
     if callable(merge):
         def counting(a, b):
             calls.append(tuple(tuple(t.detach().clone() for t in _tensors(st)) for st in (a, b)))
-            dtypes.update(t.dtype for t in _tensors((a, b)))
+            # a Welford count of whole numbers is exact in any dtype, and the merge promotes it to the mean's:
+            # only the dtypes that carry digits are judged (an fp32 or int64 count beside fp64 states is fine)
+            dtypes.update(t.dtype for st in (a, b) for i, t in enumerate(_tensors(st))
+                          if not (name == "welford_merge" and i == 0 and bool((t == t.round()).all())))
             big = [t for t in _tensors((a, b)) if rows is not None and t.numel() > math.prod(rows)]
             if big:
                 raise ValueError(f"a state given to {name} holds a tensor of shape {tuple(big[0].shape)}: a state "
@@ -483,14 +507,8 @@ def _merges_seen(ns: dict, name: str, shift=None, rows: tuple | None = None):
                                  f"{'softmax_identity' if 'softmax' in name else 'welford_empty'}(x.shape[:-1], ...),"
                                  f" and reduce each chunk over its last dim)")
             out = merge(a, b)
-            if shift is None and not wrong and name == "online_softmax_merge":   # the merge itself, on what it got
-                try:
-                    ref = _sm_merge_ref(*(tuple(t.double() for t in st) for st in (a, b)))
-                    if not all(bool(((o.double() - r).abs() <= 1e-4 * r.abs())[torch.isfinite(r)].all())
-                               and torch.equal(torch.isfinite(o), torch.isfinite(r)) for o, r in zip(out, ref)):
-                        wrong.append(len(calls))
-                except Exception:
-                    pass
+            if shift is None and not wrong and _breaks_merge_rule(name, a, b, out):   # the merge, on what it got
+                wrong.append(len(calls))
             return shift(out) if shift is not None else out
         ns[name] = counting
     try:
@@ -498,6 +516,28 @@ def _merges_seen(ns: dict, name: str, shift=None, rows: tuple | None = None):
     finally:
         if callable(merge):
             ns[name] = merge
+
+
+def _breaks_merge_rule(name: str, a, b, out) -> bool:
+    """Whether the student's merge `name` returned `out` for states a and b against the rule (computed in
+    float64 on the very states it was given; within a few ulps of out's dtype). False where it cannot tell."""
+    rule = {"online_softmax_merge": _sm_merge_ref, "welford_merge": _welford_merge_ref}.get(name)
+    try:
+        ins = [tuple(t.double() for t in _tensors(st)) for st in (a, b)]
+        ref, got = rule(*ins), _tensors(out)
+        if len(got) != len(ref):
+            return False
+        for i, (o, r) in enumerate(zip(got, ref)):
+            rtol = max(1e-4, 8 * torch.finfo(o.dtype).eps) if o.is_floating_point() else 0.0
+            scale = r.abs()
+            if name == "welford_merge" and i == 1:      # a mean between two means of opposite sign cancels
+                scale = scale + ins[0][1].abs() + ins[1][1].abs()
+            o, fin = o.double(), torch.isfinite(r)
+            if not (torch.equal(torch.isfinite(o), fin) and bool(((o - r).abs() <= rtol * scale)[fin].all())):
+                return True
+    except Exception:    # shapes the rule cannot take: the stream's own checks say more
+        return False
+    return False
 
 
 def _a_state_holds(calls: list, k: int, value: torch.Tensor, same) -> bool:
@@ -514,7 +554,8 @@ def _stream_run(ns, fn, s: SoftmaxSpec) -> tuple[bool, str]:
     if err:
         return False, err
     merges = (len(calls), math.ceil(x.shape[-1] / s.chunk))
-    ok, msg = _judge_probs(y, x, -1, s.hint, s.nan_hint, s.near_hint, stream=True, merges=merges)
+    hint = s.hint if not s.hint_with_nan or (isinstance(y, torch.Tensor) and bool(torch.isnan(y).any())) else ""
+    ok, msg = _judge_probs(y, x, -1, hint, s.nan_hint, s.near_hint, stream=True, merges=merges)
     if not ok and bad_merge:
         return False, (f"your online_softmax_merge returned a wrong (m, l) inside the stream (call {bad_merge[0]}, "
                        "checked against the rule on the very states it was given): fix the merge first, its own "
@@ -556,7 +597,7 @@ STREAM_SPECS = [
     SoftmaxSpec("stream: fp32 logits of +-1e4", (4, 300), scale=1e4, chunk=32, seed=34),
     SoftmaxSpec("stream: fp16 logits of +-1e4 (output fp16)", (4, 300), F16, scale=1e4, chunk=50, seed=35),
     SoftmaxSpec("stream: causal mask (whole chunks of -inf)", (8, 64), kind="causal", scale=3.0, chunk=8, seed=36,
-                hint=("(a chunk whose values are all -inf, as under a causal mask, has the identity state (-inf, 0): "
+                hint_with_nan=True, hint=("(a chunk whose values are all -inf, as under a causal mask, has the identity state (-inf, 0): "
                       "exp(x - m) with m = -inf is exp(nan); use 0 in place of m there)")),
     SoftmaxSpec("stream: 3-D (2, 3, 50), chunk=16, bf16", (2, 3, 50), BF16, scale=20.0, chunk=16, seed=37),
     SoftmaxSpec("stream: rows of equal values", (3, 40), kind="equal", chunk=7, seed=38),
@@ -842,10 +883,20 @@ def _ignores_merges(ns, fn, x, s: VarSpec, var, mean) -> str:
 
 def _var_run(ns, fn, s: VarSpec) -> tuple[bool, str]:
     x = var_input(s)
-    with _merges_seen(ns, "welford_merge", rows=tuple(x.shape[:-1])) as (calls, dtypes, _):
+    with _merges_seen(ns, "welford_merge", rows=tuple(x.shape[:-1])) as (calls, dtypes, bad_merge):
         out, err = _call(fn, (x, s.chunk, s.correction), VARIANCE_FORBIDDEN)
     if err:
         return False, err
+    ok, msg = _var_judged(ns, fn, s, x, out, calls, dtypes)
+    if not ok and bad_merge:
+        return False, (f"your welford_merge returned a wrong (count, mean, M2) inside the stream (call "
+                       f"{bad_merge[0]}, checked against Chan's rule on the very states it was given): fix the "
+                       f"merge first, the welford exercise's cases say how. The stream's result: {msg}")
+    return ok, msg
+
+
+def _var_judged(ns, fn, s: VarSpec, x, out, calls, dtypes) -> tuple[bool, str]:
+    """_var_run's verdict on the output `out` of the stream run on x (calls, dtypes: its merges)."""
     bad = _as_tuple(out, 2, "(var, mean), in torch.var_mean's order")
     if bad:
         return False, bad
