@@ -34,7 +34,9 @@ CRASHED = ("crashed", "timeout", "unreadable", "invalid")
 CELL_TIMEOUT = 60.0   # seconds a notebook cell may run while the worker loads it (only definitions run there)
 # code that reaches into the grader or the process (patching it, or rewriting its result file)
 SUSPICIOUS = re.compile(r"\bautograder\b|\batexit\b|sys\.argv|os\._exit|\bdef check\b|\bcheck\s*=[^=]|"
-                        r"sys\.modules|__builtins__|\bbuiltins\b|sys\.settrace|\bgc\.get_objects\b")
+                        r"sys\.modules|__builtins__|\bbuiltins\b|sys\.settrace|\bgc\.get_objects\b|"
+                        # switching off what records torch's own functions (the torch modes, the profile hook)
+                        r"setprofile|DisableTorchFunction|_disable_current_modes|DisableTorchDispatch|_pop_mode")
 
 
 def lesson_of(path: Path) -> str:

@@ -17,6 +17,7 @@ import importlib
 import inspect
 import math
 import sys
+import threading
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -207,21 +208,32 @@ MATH_OPS = frozenset({
 
 
 @contextlib.contextmanager
-def _python_calls_seen(codes: dict, record):
-    """Within: every Python call of a function whose code is one of `codes` is recorded with its label."""
+def _python_calls_seen(codes: dict, record, names: tuple[str, ...] = (), record_builtin=None):
+    """Within: every Python call of a function whose code is one of `codes` is recorded with its label, and every
+    call of a built-in (C) function whose name holds one of `names` (torch._C._VariableFunctions.layer_norm, an ATen
+    op's C binding), with the torch modes switched off or not: the profile hook is not a torch mode. Threads started
+    within get the same hook (torch's mode stacks are per thread, so a call in a worker thread escapes them).
+    Built-ins go to record_builtin: the modes name the route better where they see the call too."""
     before = sys.getprofile()
+    before_threads = threading.getprofile() if hasattr(threading, "getprofile") else None
 
     def hook(frame, event, arg):
         if event == "call" and frame.f_code in codes:
             record(codes[frame.f_code])
+        elif event == "c_call" and record_builtin is not None:
+            name = getattr(arg, "__name__", "") or ""
+            if "backward" not in name and any(n in name for n in names):
+                record_builtin(f"the built-in torch function {name}")
         if before is not None:
             before(frame, event, arg)
 
     sys.setprofile(hook)
+    threading.setprofile(hook)
     try:
         yield
     finally:
         sys.setprofile(before)
+        threading.setprofile(before_threads)
 
 
 class _AtenOpsSeen(TorchDispatchMode):
@@ -336,6 +348,7 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN, torch_math: bool = Fals
     """
     triton_launchers = _triton_launchers()
     spy = Spy()
+    builtins_seen: list[str] = []   # forbidden C functions called from Python (python_calls), said when no mode saw one
     orig_empty, orig_like, orig_new = torch.empty, torch.empty_like, torch.Tensor.new_empty
     _ORIG["empty"] = orig_empty
 
@@ -423,6 +436,7 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN, torch_math: bool = Fals
         @functools.wraps(call)
         def wrapper(self, *a, **k):
             spy.launches[self.name] = spy.launches.get(self.name, 0) + 1
+            spy.pointers += [t.data_ptr() for t in a if isinstance(t, torch.Tensor)]
             return call(self, *a, **k)
         return wrapper
 
@@ -461,13 +475,16 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN, torch_math: bool = Fals
         math = spy.torch_math if torch_math else None
         with contextlib.ExitStack() as modes:
             if forbidden and python_calls:
-                modes.enter_context(_python_calls_seen(_reference_codes(tuple(forbidden)), spy.forbidden.append))
+                modes.enter_context(_python_calls_seen(_reference_codes(tuple(forbidden)), spy.forbidden.append,
+                                                        tuple(forbidden), builtins_seen.append))
             if forbidden:
                 modes.enter_context(_TorchFunctionsSeen(tuple(forbidden), spy.forbidden.append))
             if watching:
                 modes.enter_context(_AtenOpsSeen(tuple(forbidden), spy.forbidden.append, math))
             yield spy
     finally:
+        if builtins_seen and not spy.forbidden:
+            spy.forbidden.extend(builtins_seen)
         for owner, name, orig in reversed(patched):
             if orig is _INHERITED:
                 delattr(owner, name)

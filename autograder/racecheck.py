@@ -46,15 +46,25 @@ THREAD = re.compile(r"by thread \(([^)]*)\) in block \(([^)]*)\)")
 AFTER = re.compile(r"(\d+) bytes? (after|before) the nearest allocation")
 
 
-def sanitizer_path() -> str | None:
-    """compute-sanitizer from PATH, CUDA_HOME or /usr/local/cuda; None when the CUDA toolkit has none."""
-    found = shutil.which("compute-sanitizer")
+def _cuda_tool(name: str) -> str | None:
+    """A CUDA toolkit command from PATH, CUDA_HOME, CUDA_PATH or /usr/local/cuda; None when there is none."""
+    found = shutil.which(name)
     if found:
         return found
     for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if home and os.access(os.path.join(home, "bin", "compute-sanitizer"), os.X_OK):
-            return os.path.join(home, "bin", "compute-sanitizer")
+        if home and os.access(os.path.join(home, "bin", name), os.X_OK):
+            return os.path.join(home, "bin", name)
     return None
+
+
+def sanitizer_path() -> str | None:
+    """compute-sanitizer; None when the CUDA toolkit has none."""
+    return _cuda_tool("compute-sanitizer")
+
+
+def ncu_path() -> str | None:
+    """Nsight Compute's command line (ncu); None when there is none."""
+    return _cuda_tool("ncu")
 
 
 def _pack(a):
@@ -148,11 +158,12 @@ def parse_memcheck(text: str, sources: dict[str, str]) -> tuple[int, str]:
     return errors, what
 
 
-def _replay_under(tool_args: list[str], launches: list[dict], timeout_s: float, env_extra: dict) -> str:
-    """compute-sanitizer's output for the recorded launches replayed in another process."""
+def _replay_under(tool_args: list[str], launches: list[dict], timeout_s: float, env_extra: dict,
+                  tool: str | None = None) -> str:
+    """compute-sanitizer's output (or `tool`'s) for the recorded launches replayed in another process."""
     import torch
 
-    tool = sanitizer_path()
+    tool = tool or sanitizer_path()
     if tool is None:
         raise RuntimeError("compute-sanitizer not found (it comes with the CUDA toolkit)")
     with tempfile.TemporaryDirectory() as tmp:
@@ -166,8 +177,11 @@ def _replay_under(tool_args: list[str], launches: list[dict], timeout_s: float, 
 
 
 def _did_not_run(text: str) -> RuntimeError:
-    tail = [line for line in text.splitlines() if line.strip() and "=========" not in line][-3:]
-    return RuntimeError(f"the kernel did not run under compute-sanitizer: {' | '.join(tail)[-300:]}")
+    """The replay's own error (in words that do not claim this process's context broke), not PyTorch's boilerplate."""
+    lines = [line.strip() for line in text.splitlines() if line.strip() and "=========" not in line]
+    said = next((line for line in lines if re.search(r"CUDA error|Error: |LogicError|cuda\w*Error", line)), None)
+    tail = said or " | ".join(lines[-3:])
+    return RuntimeError(f"the kernel failed when replayed in another process under the tool: {tail[-300:]}")
 
 
 def run_racecheck(launches: list[dict], timeout_s: float = TIMEOUT_S) -> tuple[int, str]:
@@ -189,6 +203,44 @@ def run_memcheck(launches: list[dict], timeout_s: float = TIMEOUT_S) -> tuple[in
     if "REPLAY DONE" not in text and not (MEMCHECK_SUMMARY.search(text) and INVALID.search(text)):
         raise _did_not_run(text)
     return parse_memcheck(text, {launch["name"]: launch["src"] for launch in launches})
+
+
+# bytes the kernel's global loads asked for, thread by thread (not the 32-byte sectors they touched: a load pattern
+# that is not coalesced touches more sectors, but reads x once)
+LOAD_METRIC = "smsp__sass_data_bytes_mem_global_op_ld.sum"
+
+
+def run_ncu_loads(launches: list[dict], kernels: tuple, timeout_s: float = TIMEOUT_S) -> dict[str, float]:
+    """Replay the recorded launches under Nsight Compute; {kernel name: bytes its loads requested from global
+    memory, summed over its launches}. Raises RuntimeError when the replay fails."""
+    import csv
+    import fcntl
+
+    from .registry import CaseSkipped
+
+    names = sorted({launch["name"] for launch in launches if launch["name"] in kernels})
+    # one profiler at a time on a GPU: a second ncu (the CLI's --jobs) reads its counters as nan
+    with open(os.path.join(tempfile.gettempdir(), "autograder-ncu.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        text = _replay_under(["--metrics", LOAD_METRIC, "--csv", "--print-units", "base", "-k",
+                              "regex:^(" + "|".join(map(re.escape, names)) + ")$"], launches, timeout_s, {},
+                             tool=ncu_path())
+    if "ERR_NVGPUCTRPERM" in text:   # Colab and many shared hosts keep the counters to root
+        raise CaseSkipped("Nsight Compute may not read this GPU's performance counters here (ERR_NVGPUCTRPERM: "
+                          "profiling is limited to administrators on this machine)")
+    if "REPLAY DONE" not in text:
+        raise _did_not_run(text)
+    found: dict[str, float] = {}
+    for row in csv.reader(line for line in text.splitlines() if line.startswith('"')):
+        if len(row) > 4 and row[-3] == LOAD_METRIC:
+            value = float(row[-1].replace(",", ""))
+            if value != value:   # nan: the counters could not be read (another profiler held them)
+                raise CaseSkipped(f"Nsight Compute read {LOAD_METRIC} as nan for {row[4]} (another profiler held "
+                                  "the GPU's counters?)")
+            found[row[4]] = found.get(row[4], 0.0) + value
+    if not found:
+        raise RuntimeError(f"ncu printed no {LOAD_METRIC}: {text[-300:]}")
+    return found
 
 
 def replay(path: str) -> None:

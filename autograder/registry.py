@@ -19,11 +19,18 @@ class Case:
     needs_gpu: bool = False
     needs: str | None = None       # "cuda": run CUDA C (GPU, PyCUDA, nvcc); "nvcc": compile CUDA C;
                                    # "sanitizer": run CUDA C under compute-sanitizer (racecheck, memcheck);
-                                   # "triton-compile": compile Triton kernels for a GPU (Triton 3.3+)
+                                   # "triton-compile": compile Triton kernels for a GPU (Triton 3.3+);
+                                   # "ncu": replay CUDA C launches under Nsight Compute (counts their loads)
     needs_gib: float = 0.0         # free GPU memory the case allocates (skipped, never passed, where there is less)
     error_hints: tuple = ()        # (text in an error, hint): this case's own, said before the exercise's
-    after_passes: bool = False     # run only when every case run before it passed (it could fault on a kernel
-                                   # that reads outside its rows, and a fault breaks the process's CUDA context)
+    after_passes: bool | str = False   # run only when every case before it passed, other such cases aside (it
+                                   # could fault on a kernel that reads outside its rows, and a fault breaks the
+                                   # process's CUDA context); a string says why instead
+
+
+class CaseSkipped(Exception):
+    """Raised by a case's run when it finds, only as it runs, that it cannot judge here (a profiler denied the
+    GPU's counters, say): the case is reported as skipped with this message, never as passed or failed."""
 
 
 @dataclass

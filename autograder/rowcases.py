@@ -172,6 +172,12 @@ def judge_run(ex: Exercise, s: Spec, fn, op: Op, ns: dict | None = None) -> tupl
     if s.launches and not spy.launches.get(s.launches):
         ran = ", ".join(sorted(k for k in spy.launches if spy.launches[k])) or "nothing"
         return False, f"for N={s.shape[-1]} the dispatcher should launch {s.launches}; it launched {ran}"
+    if not ex.needs_cuda and len(ex.kernels) > 1 and sum(spy.launches.get(k, 0) for k in ex.kernels) > 1:   # dispatcher
+        ran = ", ".join(f"{k} ({n}x)" for k in ex.kernels if (n := spy.launches.get(k, 0)))
+        return False, (f"one call launched {ran}: a dispatcher launches one kernel, once, the one its rules choose "
+                       "for this N and dtype (an if without elif or return runs two paths; a dispatcher that times "
+                       "its candidates on the first call runs them all, and the grader cannot tell which result "
+                       "it returned)")
     if s.launch_args:
         kernel = s.launches or ex.kernels[0]
         for got in spy.args.get(kernel, []):
@@ -233,6 +239,11 @@ def judge_run(ex: Exercise, s: Spec, fn, op: Op, ns: dict | None = None) -> tupl
             return False, msg + (f" | also {read.partition(' (rows past M')[0]}" if read else "")
         errs.append(f"{name} {r.max_abs_err:.1e}")
     # A load outside the tensors with right numbers is the loads case's to judge (a GPU cannot see it here)
+    if ex.needs_cuda and not s.row_pad and not _launched_on(x, spy.pointers):   # CUDA C kernels take no row
+        # stride: strided rows are copied by the given .contiguous(), other x must reach the kernel as they are
+        return False, ("the kernel read a copy of x, not x: a clone (or any copy) reads and writes all of x once "
+                       "more before the kernel starts. Launch on x2 = x.reshape(M, C).contiguous(), which is x "
+                       "itself when its rows are contiguous")
     if not s.swap01 and not ex.needs_cuda and not _launched_on(x, spy.pointers):
         return False, ("the kernel read a copy of x, not x: x.float(), x.to(...), x.contiguous() or a clone reads and "
                        "writes all of x once more before the kernel starts (and in fp32, twice its bytes). Launch on "
@@ -543,7 +554,7 @@ def far_rows(n: int, eps: float = 1e-6) -> Spec:
                 seed=90)
 
 
-def judge_far_rows(ex: Exercise, ns: dict, op: Op, s: Spec) -> tuple[bool, str]:
+def judge_far_rows(ex: Exercise, ns: dict, op: Op, s: Spec, hint: str = FAR_ROWS_HINT) -> tuple[bool, str]:
     """Offsets past 2**31 elements, in x and then in y: two calls on the rows of s (3, N), each with one 4 GiB
     tensor. First x's rows lie FAR_STRIDE elements apart in one allocation, handed over as a strided (3, N) view;
     then x's first row is broadcast (stride 0) to enough rows that y's last two start past 2**31 elements, and
@@ -559,10 +570,10 @@ def judge_far_rows(ex: Exercise, ns: dict, op: Op, s: Spec) -> tuple[bool, str]:
         with student_call():
             out = op.call(fn, x, w, b, s.eps, s.kwargs)
             _sync()
+        if isinstance(out, torch.Tensor) and len(op.outputs) == 1:   # softmax returns y alone
+            out = (out,)
         if last and isinstance(out, (tuple, list)):
             out = tuple(o[-last:].clone() if isinstance(o, torch.Tensor) and o.dim() else o for o in out)
-        elif last and isinstance(out, torch.Tensor):
-            out = out[-last:].clone()
         return out
 
     try:
@@ -570,6 +581,7 @@ def judge_far_rows(ex: Exercise, ns: dict, op: Op, s: Spec) -> tuple[bool, str]:
         far_x = far_x.as_strided((M, N), (FAR_STRIDE, 1)).copy_(x0)
         out = call(far_x, 0)
         del far_x
+        torch.cuda.empty_cache()   # its 8 GiB (fp32) back before the next call's copy and y
         wrong = [r.message for r in compare_outputs(op.name, out, refs, s.dtype, names=op.outputs, device=device())
                  if not r]
         where = "x's third row starts 2**31 + 128 elements in"
@@ -592,7 +604,7 @@ def judge_far_rows(ex: Exercise, ns: dict, op: Op, s: Spec) -> tuple[bool, str]:
         plain = False
     if not plain:
         return False, f"{wrong[0]} ({where}; the same rows at the start of x fail too, so not the offsets)"
-    return False, f"{wrong[0]} ({where}: {FAR_ROWS_HINT})"
+    return False, f"{wrong[0]} ({where}: {hint})"
 
 
 RACECHECK_POINTS = 2
@@ -613,6 +625,34 @@ def _cuda_launches(ex: Exercise, ns: dict, op: Op, cuda_source: str, shapes: tup
     if not any(launch["name"] in ex.kernels for launch in launches):
         return launches, f"no CUDA kernel was launched: {ex.functions[0]} must launch {' or '.join(ex.kernels[:3])}"
     return launches, None
+
+
+X_LOADS_POINTS = 2
+
+
+def judge_cuda_x_reads(ex: Exercise, ns: dict, op: Op, cuda_source: str, shape: tuple, most: int,
+                       why: str) -> tuple[bool, str]:
+    """The launches the launcher makes for x of `shape` (no weight, no bias; recorded, not run) load at most
+    `most` times x's bytes from global memory, counted by Nsight Compute on a replay in another process
+    (racecheck.LOAD_METRIC: the bytes each thread's loads ask for, whether L1, L2 or DRAM serves them)."""
+    from . import racecheck
+
+    src = ns[cuda_source]
+    if not isinstance(src, str) or holds_stub(src):
+        return False, "the CUDA source still holds its TODO"
+    s = Spec(name="loads", shape=shape, eps=1e-5, weight="none", bias=False, seed=75)
+    x, w, b = make_inputs(s, op)
+    with racecheck.recording_cuda_launches() as launches:
+        op.call(ns[ex.functions[0]], x, w, b, s.eps, {})
+    if not any(launch["name"] in ex.kernels for launch in launches):
+        return False, f"no CUDA kernel was launched: {ex.functions[0]} must launch {' or '.join(ex.kernels[:3])}"
+    loads = racecheck.run_ncu_loads(launches, ex.kernels)
+    reads = sum(loads.values()) / (x.numel() * x.element_size())
+    rows = "x".join(map(str, shape))
+    if reads > most + 0.1:     # 32-byte sectors: a row that does not start on one rounds up a little
+        return False, (f"the kernels' loads requested x's bytes {reads:.2f} times (x {rows}, no weight or bias; "
+                       f"counted by Nsight Compute), at most {most} here: {why}")
+    return True, f"ok: x's bytes loaded {reads:.2f} times ({rows}, counted by Nsight Compute)"
 
 
 MEMCHECK_POINTS = 2
@@ -641,6 +681,10 @@ def judge_sanitizer(tool: str, ex: Exercise, ns: dict, op: Op, cuda_source: str,
         return False, unjudged
     found, first = getattr(racecheck, f"run_{tool}")(launches)
     fail, ok = SANITIZER_SAYS[tool]
+    if found and tool == "memcheck" and "of shared memory" in first:
+        return False, (f"compute-sanitizer memcheck found {found} accesses outside shared memory's allocation; the "
+                       f"first: {first}. An index past a __shared__ array, or extern __shared__ memory launched "
+                       "without its size (shared= bytes in the launch)")
     if found:
         return False, fail.format(n=found, first=first)
     return True, ok.format(launches=len(launches), rows=" and ".join("x".join(map(str, shape)) for shape in shapes))
@@ -649,7 +693,7 @@ def judge_sanitizer(tool: str, ex: Exercise, ns: dict, op: Op, cuda_source: str,
 def exercise(lesson: str, op: Op, id: str, title: str, functions: tuple, kernels: tuple, specs: list[Spec],
              *, cuda_source: str | None = None, compile_points: int = 3, given: tuple = (),
              racecheck: tuple = (), memcheck: tuple = (), x_reads: tuple = (), far_rows: Spec | None = None,
-             uses: tuple = ()):
+             uses: tuple = (), far_gib: float = FAR_ROWS_GIB, far_hint: str = FAR_ROWS_HINT):
     """Register an exercise whose cases call functions[0] on each Spec (`uses`: see Exercise.uses).
 
     With `cuda_source` (the name of the student's CUDA C string) the exercise is a CUDA C one: a first
@@ -685,6 +729,13 @@ def exercise(lesson: str, op: Op, id: str, title: str, functions: tuple, kernels
                 "no access outside the tensors (compute-sanitizer memcheck)",
                 lambda ns: judge_sanitizer("memcheck", ex, ns, op, cuda_source, memcheck), points=MEMCHECK_POINTS,
                 needs="sanitizer"))
+        if x_reads:   # (shape, most, why): counted by Nsight Compute on a replay, once the numbers are right
+            shape, most, why = x_reads
+            ex.cases.append(Case(
+                f"x read at most {most} time{'s' * (most > 1)} (loads counted by Nsight Compute)",
+                lambda ns: judge_cuda_x_reads(ex, ns, op, cuda_source, shape, most, why), points=X_LOADS_POINTS,
+                needs="ncu", after_passes="the loads are counted once the numbers are right (a replay under "
+                                          "Nsight Compute takes seconds)"))
     else:
         ex.cases.insert(0, Case("compiles for a GPU (sm_80)",
                                 lambda ns: judge_gpu_compile(ex, ns, op), points=TRITON_COMPILE_POINTS,
@@ -695,10 +746,10 @@ def exercise(lesson: str, op: Op, id: str, title: str, functions: tuple, kernels
             name, spec, most, why = x_reads
             ex.cases.insert(2, Case(name, lambda ns: judge_x_reads(ex, ns, op, spec, most, why),
                                     points=X_READS_POINTS))
-        if far_rows:    # last: a fault here breaks the CUDA context, and no other case of the exercise after it
-            ex.cases.append(Case(
-                far_rows.name, lambda ns: judge_far_rows(ex, ns, op, far_rows), points=FAR_ROWS_POINTS,
-                needs_gpu=True, needs_gib=FAR_ROWS_GIB, after_passes=True,
-                error_hints=(("illegal memory access", f": {FAR_ROWS_HINT}. The fault breaks this process's "
-                              "CUDA context: restart the Python kernel before anything else runs on the GPU"),)))
+    if far_rows:    # last: a fault here breaks the CUDA context, and no other case of the exercise after it
+        ex.cases.append(Case(
+            far_rows.name, lambda ns: judge_far_rows(ex, ns, op, far_rows, far_hint), points=FAR_ROWS_POINTS,
+            needs_gpu=True, needs_gib=far_gib, after_passes=True,
+            error_hints=(("illegal memory access", f": {far_hint}. The fault breaks this process's "
+                          "CUDA context: restart the Python kernel before anything else runs on the GPU"),)))
     return register(ex)

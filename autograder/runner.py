@@ -8,7 +8,7 @@ import textwrap
 import contextlib
 import traceback
 
-from .registry import Exercise, for_lesson, get
+from .registry import CaseSkipped, Exercise, for_lesson, get
 
 STUB_MARKER = "YOUR CODE HERE"   # of every stub region (autograder.stubs; helpers.cudac.STUB_TODO, a test keeps them equal)
 
@@ -83,12 +83,17 @@ ERROR_HINTS = (
     ("illegal memory access", ": a read or write outside the tensors: a null weight or bias read without `if (weight)` "
      "/ `if (bias)` (the cases without them), or an index past the row or the last row. The fault breaks every "
      "later CUDA call of this process"),
+    ("illegal instruction", ": often a warp-level primitive whose mask leaves out a lane that calls it (all 32 "
+     "lanes running __shfl_xor_sync(0xffff, ...)): name every lane that calls it (0xffffffff for a whole warp), or use "
+     "the tile's own warp.shfl_xor. The fault breaks every later CUDA call of this process"),
     ("misaligned address", ": a float4 (16-byte) load or store at an address that is not a multiple of 16. Take the "
      "vector path only when every pointer it reads or writes is 16-byte aligned: aligned16(x, y, weight, bias). "
      "The fault breaks every later CUDA call of this process"),
 )
 
 
+# cases that run the kernels in another process (a replay): a fault there leaves this process's context as it was
+CHILD_PROCESS_NEEDS = ("sanitizer", "ncu")
 # CUDA faults that break the context: every later CUDA call of the process fails with the same error
 STICKY_FAULTS = ("illegal memory access", "misaligned address", "unspecified launch failure", "illegal instruction")
 
@@ -116,6 +121,10 @@ def skip_reason(case, gpu: bool) -> str | None:
         from helpers.cudac import can_run
         from .racecheck import sanitizer_path
         return can_run() or (None if sanitizer_path() else "needs compute-sanitizer (it comes with the CUDA toolkit)")
+    if case.needs == "ncu":
+        from helpers.cudac import can_run
+        from .racecheck import ncu_path
+        return can_run() or (None if ncu_path() else "needs Nsight Compute's ncu (it comes with the CUDA toolkit)")
     if case.needs == "triton-compile":
         from helpers.env import installed_version, major_minor
         version = installed_version("triton")
@@ -147,6 +156,8 @@ def run_case(case, ns: dict, hints=ERROR_HINTS) -> tuple[bool, str]:
         with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
             ok, msg = case.run(ns)
         return bool(ok), msg
+    except CaseSkipped:
+        raise
     except Exception as e:  # student code raised: report it where it happened
         where = next((f" (in {fr.name}, line {fr.lineno})" for fr in reversed(_frames(e))
                       if not fr.filename.endswith(".py") or "<" in fr.filename), "")
@@ -177,30 +188,10 @@ def grade(ex: Exercise | str, ns: dict, *, gpu: bool | None = None, on_case=None
         if on_case is not None:
             on_case(case.name, rows)
         row = {"name": case.name, "points": case.points, "passed": False, "skipped": False}
-        reason = skip_reason(case, gpu)
-        if reason:
-            row.update(skipped=True, message=f"skipped: {reason}")
-        elif missing:
-            row["message"] = f"not defined: {', '.join(missing)} (run the cell that defines it)"
-        else:
-            if case.after_passes and (failed := [r["name"] for r in rows if not r["passed"] and not r["skipped"]]):
-                ok, msg = False, (f"not run: it runs once every case before it passes ('{failed[0]}' fails); a "
-                                  "kernel that is wrong there could fault here, and a fault ends this process's use "
-                                  "of the GPU")
-            else:
-                ok, msg = run_case(case, ns, case.error_hints + ex.error_hints + ERROR_HINTS)
-            if not ok and stubs and set(stubs) >= set(ex.functions) - set(ex.given):
-                msg = f"not implemented yet: fill in the TODO in {', '.join(stubs)}"
-            elif not ok and stubs:   # the others are written: their messages teach, the stub is named beside them
-                msg = f"{msg} (still a TODO stub: {', '.join(stubs)})"
-            elif not ok and used_stubs:
-                msg = f"{msg} ({used_stubs})"
-            if not ok and broken_by and any(t in msg for t in ("CUDA error", "cuLaunchKernel", "cuMemcpy", "cuCtx")):
-                msg = (f"not run: case '{broken_by}' broke the CUDA context (a fault there makes every later CUDA "
-                       "call of this process fail); fix that case first")
-            elif not ok and broken_by is None and any(t in msg for t in STICKY_FAULTS):
-                broken_by = case.name
-            row.update(passed=ok, message=msg)
+        with _memory_turn(case, gpu):
+            _grade_case(case, ex, ns, gpu, row, rows, missing, stubs, used_stubs, broken_by)
+        if not row["passed"] and not row["skipped"] and broken_by is None and _breaks_context(case, row["message"]):
+            broken_by = case.name
         rows.append(row)
         if until is not None and until(row):
             break
@@ -213,6 +204,68 @@ def grade(ex: Exercise | str, ns: dict, *, gpu: bool | None = None, on_case=None
     skipped = sum(c["points"] for c in rows if c["skipped"])
     return {"id": ex.id, "title": ex.title, "earned": earned, "possible": ex.points,
             "skipped": skipped, "status": "graded", "cases": rows}
+
+
+@contextlib.contextmanager
+def _memory_turn(case, gpu: bool):
+    """A case that needs much GPU memory (needs_gib) takes its turn: one such case at a time among the processes
+    of this machine (graders side by side, test shards), so that each finds the memory it checked for free."""
+    if not (case.needs_gib and gpu):
+        yield
+        return
+    import fcntl
+    import tempfile
+    from pathlib import Path
+
+    with open(Path(tempfile.gettempdir()) / "autograder-gpu-memory.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _breaks_context(case, msg: str) -> bool:
+    """Whether a failed case's message shows a fault that broke this process's CUDA context (a case that ran the
+    kernels in another process, a replay, leaves it as it was)."""
+    return case.needs not in CHILD_PROCESS_NEEDS and any(t in msg for t in STICKY_FAULTS)
+
+
+def _grade_case(case, ex, ns, gpu, row, rows, missing, stubs, used_stubs, broken_by) -> None:
+    """Run one case into its row (skipped, not run, or its verdict and message)."""
+    waits = {c.name: bool(c.after_passes) for c in ex.cases}   # such cases do not wait on one another
+    reason = skip_reason(case, gpu)
+    if reason:
+        row.update(skipped=True, message=f"skipped: {reason}")
+    elif missing:
+        row["message"] = f"not defined: {', '.join(missing)} (run the cell that defines it)"
+    elif case.after_passes and (failed := [r["name"] for r in rows if not r["passed"] and not r["skipped"]
+                                           and not waits.get(r["name"], False)]):
+        why = case.after_passes if isinstance(case.after_passes, str) else (
+            "a kernel that is wrong there could fault here, and a fault ends this process's use of the GPU")
+        row["message"] = f"not run: it runs once every case before it passes ('{failed[0]}' fails); {why}"
+        _stub_words(row, False, ex, stubs, used_stubs)
+    else:
+        try:
+            ok, msg = run_case(case, ns, case.error_hints + ex.error_hints + ERROR_HINTS)
+        except CaseSkipped as e:
+            row.update(skipped=True, message=f"skipped: {e}")
+            return
+        row.update(passed=ok, message=msg)
+        _stub_words(row, ok, ex, stubs, used_stubs)
+        if not ok and broken_by and any(t in msg for t in ("CUDA error", "cuLaunchKernel", "cuMemcpy", "cuCtx")):
+            row["message"] = (f"not run: case '{broken_by}' broke the CUDA context (a fault there makes every later "
+                              "CUDA call of this process fail); fix that case first")
+
+
+def _stub_words(row: dict, ok: bool, ex, stubs, used_stubs) -> None:
+    """A failed case's message where TODO stubs remain: "not implemented yet" when every function the student
+    writes is a stub, else the stubs named beside the message."""
+    if ok:
+        return
+    if stubs and set(stubs) >= set(ex.functions) - set(ex.given):
+        row["message"] = f"not implemented yet: fill in the TODO in {', '.join(stubs)}"
+    elif stubs:   # the others are written: their messages teach, the stub is named beside them
+        row["message"] = f"{row['message']} (still a TODO stub: {', '.join(stubs)})"
+    elif used_stubs:
+        row["message"] = f"{row['message']} ({used_stubs})"
 
 
 def format_table(result: dict, width: int = 110) -> str:

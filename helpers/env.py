@@ -51,6 +51,7 @@ def setup(quiet: bool = False) -> dict:
         interpreter_rounds_bf16_to_nearest()
         interpreter_indexes_with_any_numpy()
         interpreter_computes_bf16_in_fp32()
+        interpreter_casts_bf16_through_fp32()
         interpreter_takes_bool_arguments()
     if interpret and not quiet:
         reason = "TRITON_INTERPRET=1 is set" if forced else "no CUDA GPU found"
@@ -158,6 +159,37 @@ def interpreter_computes_bf16_in_fp32() -> bool:
 
     binary_op.course_patch, binary_op.original = "bf16_in_fp32", original
     InterpreterBuilder.binary_op = binary_op
+    return True
+
+
+def interpreter_casts_bf16_through_fp32() -> bool:
+    """Make Triton's interpreter convert between bf16 and every type other than fp32 (fp64, fp16, integers) as a
+    GPU does, through fp32. Triton 3.6 converts only bf16 <-> fp32 properly and casts the rest with NumPy's astype
+    to the uint16 that holds bf16 bits: float64 statistics stored into a bf16 y became 0 or garbage (a correct
+    kernel failed its bf16 cases on a CPU with "NaN: the rsqrt of a negative variance?") and passed on a GPU."""
+    try:
+        import numpy as np
+        import triton.language as tl
+        from triton.runtime.interpreter import InterpreterBuilder, TensorHandle
+    except Exception:
+        return False
+    original = getattr(InterpreterBuilder, "cast_impl", None)
+    if original is None or getattr(original, "course_patch", None) == "bf16_through_fp32":
+        return original is not None
+
+    def cast_impl(self, src, dst_type):
+        s, d = src.dtype.scalar, dst_type.scalar
+        if (s == tl.bfloat16) == (d == tl.bfloat16) or tl.float32 in (s, d):
+            return original(self, src, dst_type)
+        if s == tl.bfloat16:     # bf16 -> fp32 -> d
+            wide = (np.asarray(src.data).astype(np.uint32) << 16).view(np.float32)
+            return original(self, TensorHandle(wide, tl.float32), dst_type)
+        narrow = np.asarray(src.data).astype(np.float32)   # s -> fp32 -> bf16, rounded to nearest even
+        return TensorHandle(fp32_to_bf16_bits(narrow).reshape(narrow.shape), tl.bfloat16)
+
+    cast_impl.course_patch, cast_impl.original = "bf16_through_fp32", original
+    InterpreterBuilder.cast_impl = cast_impl
+    # (the create_fp_trunc / create_fp_ext / ... lambdas call self.cast_impl, so they take this one)
     return True
 
 

@@ -216,4 +216,28 @@ MUTANTS = [
     ("layernorm_fwd_looped", "row index left int32",
      [("an int 0 that becomes a float is an error.)\n    row = tl.program_id(0).to(tl.int64)\n",
        "an int 0 that becomes a float is an error.)\n    row = tl.program_id(0)\n")], FAR_ROWS, "gpu"),
+    # --- from review 05c: the dispatcher launches one kernel, once, with its own launch choices
+    ("layernorm", "if/if instead of if/elif: short rows run the tile kernel, then the looped kernel's result wins",
+     [("    if row_bytes < 2048 or (x.element_size() == 4 and row_bytes <= 8192):\n"
+       "        return layernorm_fwd(x, weight, bias, eps)\n",
+       "    out = None\n    if row_bytes < 2048 or (x.element_size() == 4 and row_bytes <= 8192):\n"
+       "        out = layernorm_fwd(x, weight, bias, eps)\n"),
+      ("        return layernorm_fwd_looped(x, weight, bias, eps, block_n=block_n)\n"
+       "    return layernorm_fwd_split(x, weight, bias, eps)\n",
+       "        out = layernorm_fwd_looped(x, weight, bias, eps, block_n=block_n)\n    else:\n"
+       "        out = layernorm_fwd_split(x, weight, bias, eps)\n    return out\n")],
+     "a dispatcher launches one kernel, once"),
+    ("layernorm", "a throw-away tile launch before the looped kernel",
+     [("        return layernorm_fwd_looped(x, weight, bias, eps, block_n=block_n)\n",
+       "        if N <= MAX_FUSED_N:\n            layernorm_fwd(x, weight, bias, eps)   # a sanity run\n"
+       "        return layernorm_fwd_looped(x, weight, bias, eps, block_n=block_n)\n")],
+     "a dispatcher launches one kernel, once"),
+    ("layernorm", "rows over 128 KB to the split kernel with one whole-row chunk (one program per row)",
+     [("    return layernorm_fwd_split(x, weight, bias, eps)\n",
+       "    return layernorm_fwd_split(x, weight, bias, eps, chunk=triton.next_power_of_2(N))\n")],
+     "CHUNK=8192"),
+    ("layernorm", "the tile kernel with one row per program",
+     [("        return layernorm_fwd(x, weight, bias, eps)\n",
+       "        return layernorm_fwd(x, weight, bias, eps, rows_per_program=1)\n")],
+     "rows per program"),
 ]

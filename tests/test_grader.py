@@ -118,6 +118,15 @@ def test_a_case_that_runs_after_passes_waits_for_every_case_before_it():
         assert result["cases"][1]["passed"] is first_passes
         assert first_passes or result["cases"][1]["message"].startswith("not run: it runs once every case")
     assert ran == [1]
+    # such cases do not wait on one another (a kernel that reads x twice still gets the far-rows case), and a
+    # string says why the case waits
+    counted = Case("loads counted", lambda ns: (False, "x read twice"), after_passes="counted once right")
+    ex = Exercise("t", "lesson", "t", ("f",), cases=[Case("plain", lambda ns: (False, "m")), counted, last])
+    rows = grade(ex, {"f": None}, gpu=False)["cases"]
+    assert rows[1]["message"] == "not run: it runs once every case before it passes ('plain' fails); counted once right"
+    ex = Exercise("t", "lesson", "t", ("f",), cases=[Case("plain", lambda ns: (True, "m")), counted, last])
+    rows = grade(ex, {"f": None}, gpu=False)["cases"]
+    assert [r["passed"] for r in rows] == [True, False, True] and ran == [1, 1]
 
 
 def test_check_rejects_unknown_exercise():

@@ -22,6 +22,9 @@ DEFAULT_CHUNK = ("block_n=None takes block_n_for(N, 2) = 8192: 16 KB chunks, nev
 CHUNKS = ("Right when the row is one chunk, wrong over several: look at what carries from one chunk to the next (the "
           "running sums; Chan's merge: mean += delta * n_c / n', M2 += M2_c + delta^2 * n * n_c / n') and at the last, "
           "partial chunk (its count n_c and its mask)")
+SPLIT_DEFAULT = ("the split kernel with its default chunk (SPLIT_CHUNK = 8192 elements a program): a whole-row chunk "
+                 "is one program per row holding 128 KB or more (it spills), a short one makes thousands of programs "
+                 "wait on each other")
 DISPATCHED = " (if your dispatcher passes that block_n: does your layernorm_fwd_looped launch the block_n it is given?)"
 TILE, FIXED, LOOPED = "_layernorm_fwd_kernel", "_layernorm_fwd_fixed_kernel", "_layernorm_fwd_looped_kernel"
 SPLIT = "_layernorm_fwd_split_kernel"
@@ -57,9 +60,9 @@ COMMON = [
 LONG = [
     Spec("block_n=256, N=1000 (a partial last chunk)", (12, 1000), eps=1e-5, kwargs={"block_n": 256},
          launch_args={"BLOCK_N": 256}, launch_why=GIVEN_CHUNK, hint=CHUNKS, chunked=True, seed=40),
-    Spec("block_n=1024, N=4097 (one element in the last chunk)", (5, 4097), F16, eps=1e-5,
+    Spec("block_n=1024, N=4097 (one element in the last chunk), then a second call", (5, 4097), F16, eps=1e-5,
          kwargs={"block_n": 1024}, launch_args={"BLOCK_N": 1024}, launch_why=GIVEN_CHUNK, hint=CHUNKS, chunked=True,
-         seed=41),
+         twice=True, seed=41),
     Spec("block_n=128, mean 1e4 over 40 chunks", (4, 5000), offset=1e4, eps=1e-5, atol=1e-2, stat_rtol=5e-5,
          hint=BIG_MEAN, kwargs={"block_n": 128}, launch_args={"BLOCK_N": 128}, launch_why=GIVEN_CHUNK, seed=42),
     Spec("block_n=1024: every chunk starts with an outlier (10, the rest ~0.01)", (4, 8192), scale=0.01,
@@ -109,7 +112,10 @@ exercise(LESSON, LAYERNORM, "layernorm", "LayerNorm forward: a dispatcher for ev
          ("layernorm",), (TILE, LOOPED, SPLIT),
          [s for s in COMMON if not s.bad] + [
              Spec("N=512 bf16 (1 KB rows) goes to the tile kernel", (64, 512), BF16, eps=1e-5, launches=TILE,
-                  seed=50),
+                  grid=(16,), grid_why="the tile kernel with its own rows per program (rows_per_program_for: 4 "
+                  "rows of 1 KB), " + ROWS_GRID, seed=50),
+             Spec("N=1000 bf16 (2000-byte rows, under 2 KB) goes to the tile kernel", (16, 1000), BF16, eps=1e-5,
+                  launches=TILE, seed=68),
              Spec("N=1024 bf16 (2 KB rows) goes to the looped kernel, one chunk", (16, 1024), BF16, eps=1e-5,
                   launches=LOOPED, launch_args={"BLOCK_N": 1024}, launch_why=ONE_CHUNK + DISPATCHED, seed=60),
              Spec("N=1024 fp32 (4 KB rows) goes to the tile kernel", (16, 1024), eps=1e-5, launches=TILE,
@@ -137,10 +143,10 @@ exercise(LESSON, LAYERNORM, "layernorm", "LayerNorm forward: a dispatcher for ev
                   (8, 2048), F16, eps=1e-5, launches=LOOPED, launch_args={"BLOCK_N": 2048},
                   launch_why=ONE_CHUNK + DISPATCHED, seed=62),
              Spec("N=32769 fp32 (just over 128 KB rows) goes to the split kernel", (2, 32769), eps=1e-5,
-                  launches=SPLIT, seed=58),
+                  launches=SPLIT, launch_args={"CHUNK": 8192}, launch_why=SPLIT_DEFAULT, seed=58),
              Spec("N=70000 fp32 goes to the split kernel", (2, 70000), eps=1e-5, launches=SPLIT, seed=53),
              Spec("eps=1e-2 reaches the split kernel (N=32769 fp32, |x|~0.1)", (2, 32769), eps=1e-2, scale=0.1,
                   launches=SPLIT, seed=66),
              Spec("N=131072 bf16, mean 1e4, goes to the split kernel", (2, 131072), BF16, offset=1e4, eps=1e-5,
-                  launches=SPLIT, seed=54),
+                  launches=SPLIT, launch_args={"CHUNK": 8192}, launch_why=SPLIT_DEFAULT, seed=54),
          ], uses=("layernorm_fwd", "layernorm_fwd_looped"))

@@ -92,15 +92,29 @@ def misaligned(shape, seed=99, params="weight and bias"):
                  eps=1e-5, misalign="weight", seed=seed + 1)]
 
 
-# Rows for the racecheck case of the kernels that share memory between warps: the float4 path and the scalar one.
-RACE_ROWS = ((2, 4096), (2, 4097))
+# Rows for the racecheck case of the kernels that share memory between warps: the float4 path and the scalar one,
+# and more rows than any persistent grid has blocks (a block that moves on to its next row reuses the partials).
+RACE_ROWS = ((2, 4096), (2, 4097), (4096, 128))
+# x read at most `most` times, counted by Nsight Compute on rows of 1024 (no weight or bias): (shape, most, why)
+ONCE = "the row is held in registers: read once, normalised from the registers (a second loop over xr reads x again)"
+X_LOADS_SHAPE = (64, 1024)
+# Offsets past 2**31 elements (last, on a GPU with 18 GiB free: an 8 GiB x copied by .contiguous() and an 8 GiB y)
+FAR_GIB = 18
+FAR_HINT = ("row * C in int wraps negative past 2**31 elements: offset rows in size_t ((size_t)row * C, as the given "
+            "xr and yr lines do) and index through xr and yr")
+
+
+def far(n: int, eps: float = 1e-5) -> Spec:
+    return Spec(f"offsets past 2**31 elements in y (rows of {n} float32)", (3, n), eps=eps, seed=90)
 # Rows for the memcheck case: the float4 path and the scalar one, the last row ending inside a register block
 MEMCHECK_ROWS = ((5, 1000), (5, 999))
 
 
 exercise(LESSON, RMSNORM, "rmsnorm_warp", "v2 RMSNorm: one warp per row, rsqrtf",
          ("rmsnorm_warp", "RMSNORM_WARP_SRC"), ("rmsnorm_warp",), RMS + misaligned((8, 1000), params="weight"),
-         cuda_source="RMSNORM_WARP_SRC", memcheck=MEMCHECK_ROWS)
+         cuda_source="RMSNORM_WARP_SRC", memcheck=MEMCHECK_ROWS,
+         x_reads=(X_LOADS_SHAPE, 2, "one loop for the sum of squares, one to scale"),
+         far_rows=far(4096, 1e-6), far_gib=FAR_GIB, far_hint=FAR_HINT)
 
 exercise(LESSON, LAYERNORM, "layernorm_regs", "v3 LayerNorm: one warp per row, the row in registers",
          ("layernorm_regs", "LAYERNORM_REGS_SRC"), REGS, LN_COMMON + [
@@ -108,7 +122,8 @@ exercise(LESSON, LAYERNORM, "layernorm_regs", "v3 LayerNorm: one warp per row, t
              Spec("C=129: one column past K=1", (5, 129), eps=1e-5, seed=21),
              big_mean((64, 1000)),
              Spec("bad input: C=1025 is too long for one warp's registers", (2, 1025), bad="too_long", seed=22),
-         ] + AFFINE + misaligned((8, 768)), cuda_source="LAYERNORM_REGS_SRC", memcheck=MEMCHECK_ROWS)
+         ] + AFFINE + misaligned((8, 768)), cuda_source="LAYERNORM_REGS_SRC", memcheck=MEMCHECK_ROWS,
+         x_reads=(X_LOADS_SHAPE, 1, ONCE), far_rows=far(1024), far_gib=FAR_GIB, far_hint=FAR_HINT)
 
 exercise(LESSON, LAYERNORM, "layernorm_block", "v4 LayerNorm: one block per row, the row in registers",
          ("layernorm_block", "LAYERNORM_BLOCK_SRC"), BLOCK, LN_COMMON + [
@@ -119,7 +134,8 @@ exercise(LESSON, LAYERNORM, "layernorm_block", "v4 LayerNorm: one block per row,
              big_mean((32, 20000)),
              Spec("bad input: C=65537 is too long for one block's registers", (2, 65537), bad="too_long", seed=24),
          ] + AFFINE + misaligned((8, 8192)), cuda_source="LAYERNORM_BLOCK_SRC", racecheck=RACE_ROWS,
-         memcheck=MEMCHECK_ROWS)
+         memcheck=MEMCHECK_ROWS, x_reads=(X_LOADS_SHAPE, 1, ONCE), far_rows=far(4096), far_gib=FAR_GIB,
+         far_hint=FAR_HINT)
 
 exercise(LESSON, LAYERNORM, "layernorm_welford", "v5 LayerNorm: Welford in one pass, Chan merges, any C",
          ("layernorm_welford", "LAYERNORM_WELFORD_SRC"), ("layernorm_welford",), LN_COMMON + [
@@ -131,7 +147,10 @@ exercise(LESSON, LAYERNORM, "layernorm_welford", "v5 LayerNorm: Welford in one p
              big_mean((64, 1600), stat_rtol=3e-4, hint=BIG_MEAN_CHAN),
              big_mean((4, 50000), stat_rtol=3e-4, seed=31, hint=BIG_MEAN_CHAN),
          ] + AFFINE + misaligned((8, 4096)), cuda_source="LAYERNORM_WELFORD_SRC", racecheck=RACE_ROWS,
-         memcheck=MEMCHECK_ROWS)
+         memcheck=MEMCHECK_ROWS,
+         x_reads=(X_LOADS_SHAPE, 2, "Welford's pass keeps (n, mean, M2) as it reads, once; the second pass "
+                                    "writes y (two sums before y are two passes, not Welford)"),
+         far_rows=far(4096), far_gib=FAR_GIB, far_hint=FAR_HINT)
 
 exercise(LESSON, SOFTMAX, "softmax_online", "v6 softmax: one warp per row, (m, l) merged across the warp",
          ("softmax_online", "SOFTMAX_ONLINE_SRC"), ("softmax_online",), [
@@ -156,4 +175,7 @@ exercise(LESSON, SOFTMAX, "softmax_online", "v6 softmax: one warp per row, (m, l
              Spec("bad input: float16 x", (4, 64), weight="none", bad="fp16", seed=90),
              Spec("bad input: last dim not contiguous", (64, 8), weight="none", bad="last_dim_stride", seed=92),
              Spec("bad input: x on the CPU", (4, 64), weight="none", bad="cpu", seed=93),
-         ], cuda_source="SOFTMAX_ONLINE_SRC", memcheck=MEMCHECK_ROWS)
+         ], cuda_source="SOFTMAX_ONLINE_SRC", memcheck=MEMCHECK_ROWS,
+         x_reads=(X_LOADS_SHAPE, 2, "the online pass keeps (m, l) as it reads, once; the second pass writes y (a max "
+                                    "pass before the sum pass is the three-pass softmax, not the online one)"),
+         far_rows=far(4096), far_gib=FAR_GIB, far_hint=FAR_HINT)

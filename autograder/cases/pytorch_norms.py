@@ -26,7 +26,10 @@ from ..registry import Case, Exercise, register
 LESSON = "01_pytorch_norms"
 F64, F32, F16, BF16 = torch.float64, torch.float32, torch.float16, torch.bfloat16
 FORBIDDEN = ("batch_norm", "layer_norm", "rms_norm", "group_norm", "instance_norm", "native_batch_norm",
-             "native_layer_norm", "native_group_norm", "_native_batch_norm_legit", "_batch_norm_impl_index")
+             "native_layer_norm", "native_group_norm", "_native_batch_norm_legit", "_batch_norm_impl_index",
+             # a native op with layer norms inside (nn.TransformerEncoderLayer's fast path): zero attention and an
+             # identity feed-forward leave x + LayerNorm(x), and the modes see only the outer op
+             "_transformer_encoder_layer_fwd")
 TORCH_FN = {"batch_norm": "F.batch_norm", "batch_norm_module": "F.batch_norm", "layer_norm": "F.layer_norm",
             "rms_norm": "F.rms_norm", "group_norm": "F.group_norm", "normalize": "torch's norms"}
 
@@ -65,16 +68,29 @@ BROADCAST_HINT = ("must match the size of tensor b",
                   "up with the LAST dim of x, not with dim 1: reshape it with .reshape(channel_shape(x)); or a mean "
                   "or var taken without keepdim=True dropped the reduced dims")
 
+VIEW_HINT = ("view size is not compatible",
+             ": .view() needs memory it can reinterpret, and x may be a non-contiguous view (a transposed tensor, "
+             "channels_last memory): use .reshape(), which copies only when it must")
 
-def _call(ex_id: str, fn, *args, **kwargs):
-    """fn(*args, **kwargs) as student code: torch's own norms recorded, and the first tensor argument (x) must
-    come back unchanged."""
-    x = next((a for a in args if isinstance(a, torch.Tensor)), None)
-    x_before = None if x is None else x.detach().clone()
+
+def _call(ex_id: str, fn, *args, may_change=(), names=None, **kwargs):
+    """fn(*args, **kwargs) as student code: torch's own norms recorded, and every tensor argument (x, weight, bias;
+    not those in may_change, the running statistics a training step updates) must come back unchanged, dtype
+    included. names: the name of each positional argument, for the message."""
+    kept = [(i, a, a.detach().clone()) for i, a in enumerate(args)
+            if isinstance(a, torch.Tensor) and not any(a is m for m in may_change)]
     with student_call(forbidden=FORBIDDEN, python_calls=True) as spy:
         out = fn(*args, **kwargs)
     _no_forbidden(ex_id, spy)
-    _unchanged("x", x, x_before)
+    first = True
+    for i, a, before in kept:
+        name = "x" if first else (names[i] if names and i < len(names) else f"argument {i}")
+        first = False
+        if a.dtype != before.dtype:
+            raise Fail(f"your function changed its input {name} in place (now {_dt(a.dtype)}, was {_dt(before.dtype)}: "
+                       f"`{name}.data = {name}.to(...)`?): convert into a new tensor, {name}.to(xf.dtype), and leave "
+                       "the caller's as it was")
+        _unchanged(name, a, before)
     return out
 
 
@@ -374,6 +390,12 @@ def _bn_alts(x, rm, rv, w, b, training, eps, updated=None):
                      "normalizing with the batch's statistics in eval mode: with training=False, use running_mean "
                      "and running_var (and leave them unchanged)"))
         used = (rm.to(F64).reshape(cs), rv.to(F64).reshape(cs))
+        if rm.dtype != x.dtype and x.dtype in (BF16, F16):
+            rounded = (rm.to(x.dtype).to(F64).reshape(cs), rv.to(x.dtype).to(F64).reshape(cs))
+            alts.append((aff((xd - rounded[0]) / torch.sqrt(rounded[1] + eps)),
+                         f"running statistics rounded to x's dtype ({_dt(x.dtype)}) before use "
+                         "(running_mean.to(x.dtype), type_as(x)): convert float32 running statistics to "
+                         "compute_dtype(x), never to x.dtype"))
         alts.append((aff((xd - used[0]) / (torch.sqrt(used[1]) + eps)),
                      "eps added outside the square root: use (x - running_mean) / sqrt(running_var + eps)"))
     if training and rm is not None:
@@ -417,7 +439,9 @@ def _bn_case(s: BN) -> Case:
             before_m = None if rm is None else rm.clone()
             before_v = None if rv is None else rv.clone()
             ptrs = (None if rm is None else rm.data_ptr(), None if rv is None else rv.data_ptr())
-            y = _call("batch_norm", fn, xs, rm, rv, w, b, s.training, s.momentum, s.eps)
+            y = _call("batch_norm", fn, xs, rm, rv, w, b, s.training, s.momentum, s.eps,
+                      may_change=(rm, rv),   # their own checks follow (in place, unchanged in eval)
+                      names=("x", "running_mean", "running_var", "weight", "bias"))
             rm_prev_d = None if rmd is None else rmd.clone()
             rv_prev_d = None if rvd is None else rvd.clone()
             yd = F.batch_norm(xsd, rmd, rvd, wd, bd, s.training, s.momentum, s.eps)
@@ -429,6 +453,10 @@ def _bn_case(s: BN) -> Case:
             if s.training:
                 hint = _wrong_dims_hint(y, w0, b0, (1, s.shape[1]) + (1,) * (len(s.shape) - 2), dims, s.dtype,
                                         f"BatchNorm's S_i is every dim except the channels: dims {tuple(dims)}")
+            if hint is None and s.offset and s.dtype == BF16 and not s.training:
+                hint = ("bf16 inputs with a mean of ~50 (bf16 spacing 0.25 there) in eval: x - running_mean and the "
+                        "rest in float32 (x.to(compute_dtype(x)), running statistics .to(compute_dtype(x))); round "
+                        "only y")
             if hint is None and s.offset and s.dtype == BF16:
                 hint = ("bf16 inputs with a mean of ~50 (bf16 spacing 0.25 there): compute the statistics and the "
                         "normalization in float32 and round only y. (PyTorch's own CPU kernel, given bf16 running "
@@ -455,6 +483,9 @@ def _bn_case(s: BN) -> Case:
                               (mom * rv_prev_d + (1 - mom) * bv * m / (m - 1),
                                "momentum applied the wrong way round: PyTorch's momentum weights the NEW batch, "
                                "running = (1 - momentum) * running + momentum * batch_stat")]
+                    v_alts.append(((1 - mom) * rv_prev_d + mom * (bv + s.eps) * m / (m - 1),
+                                   "eps added into the batch variance before the running update: running_var gets "
+                                   "the unbiased batch variance itself; eps belongs only in sqrt(var + eps)"))
                     n = xs.shape[0]
                     if 1 < n != m:
                         v_alts.append(((1 - mom) * rv_prev_d + mom * bv * n / (n - 1),
@@ -474,19 +505,19 @@ def _bn_case(s: BN) -> Case:
     return Case(s.name, _run(body))
 
 
-def _bn_error_case(name, shape, training=True, seed=0) -> Case:
+def _bn_error_case(name, shape, training=True, seed=0, running=True) -> Case:
     def body(ns):
         fn = ns["batch_norm"]
         ok, msg = _bn_case(BN("sanity", (4, 3), seed=seed)).run(ns)
         _sanity(lambda: (ok, msg))
         x = _x(shape, F32, _gen(seed))
         C = shape[1]
-        rm, rv = torch.zeros(C), torch.ones(C)
+        rm, rv = (torch.zeros(C), torch.ones(C)) if running else (None, None)
         res = _expect_error("batch_norm", lambda: fn(x, rm, rv, None, None, training, 0.1, 1e-5),
                             f"x of shape {shape} in training has one value per channel; F.batch_norm raises "
                             "ValueError('Expected more than 1 value per channel when training, ...')",
                             must_say="more than 1 value per channel")
-        if not torch.equal(rm, torch.zeros(C)) or not torch.equal(rv, torch.ones(C)):
+        if running and (not torch.equal(rm, torch.zeros(C)) or not torch.equal(rv, torch.ones(C))):
             raise Fail("the ValueError is right, but running_mean/running_var changed before it was raised: check "
                        "the input first, update the running statistics only for a valid batch (F.batch_norm leaves "
                        "them as they were)")
@@ -536,11 +567,14 @@ BN_CASES = [
                 tol=LARGE_MEAN_TOL, seed=13)),
     _bn_case(BN("fp16 |x| ~ 300, float32 running stats and affine: squares overflow fp16", (8, 6, 10), F16,
                 running="f32", scale=300.0, seed=23)),
+    _bn_case(BN("eval: bf16 x, float32 running stats, mean ~50 (compute in float32)", (6, 8, 10), BF16,
+                training=False, running="f32", offset=50.0, seed=24)),
     _bn_case(BN("channels_last memory, BN2d (2, 5, 4, 3)", (2, 5, 4, 3), channels_last=True, seed=14)),
     _bn_case(BN("gradients (float64, train): x, weight, bias", (5, 3, 4), F64, grad=True, seed=15)),
     _bn_case(BN("gradients (float64, eval, 3 channels)", (4, 3, 5), F64, training=False, grad=True, seed=16)),
     _bn_error_case("batch of one (1, 6) in training: ValueError", (1, 6), seed=17),
     _bn_error_case("(1, 6, 1) in training: one value per channel", (1, 6, 1), seed=18),
+    _bn_error_case("(1, 6) in training without running stats: ValueError too", (1, 6), seed=25, running=False),
     _bn_fine_case("(1, 6, 5) in training is fine (5 values per channel)", (1, 6, 5), True, 19),
     _bn_fine_case("batch of one (1, 6) in eval is fine", (1, 6), False, 20),
 ]
@@ -565,6 +599,9 @@ _REF_BN = {2: nn.BatchNorm1d, 3: nn.BatchNorm1d, 4: nn.BatchNorm2d, 5: nn.BatchN
 
 
 def _momentum_hint(kwargs) -> str:
+    if kwargs.get("momentum", 0.1) == 0.0 and kwargs["momentum"] is not None:
+        return ("momentum=0.0 is a number, not None: the update factor is 0.0 and the running statistics stay as "
+                "they are (test `self.momentum is None`, not `not self.momentum` or `self.momentum or ...`)")
     if "momentum" in kwargs and kwargs["momentum"] is None:
         return ("momentum=None means a cumulative moving average: at each training step the update factor is "
                 "1 / num_batches_tracked (after incrementing it), so the running mean is the plain average of "
@@ -601,6 +638,10 @@ def _compare_state(mod, ref, dtype, where, kwargs):
             continue
         if got is None:
             raise Fail(f"{name} is None {where}, but track_running_stats=True")
+        if isinstance(got, torch.Tensor) and got.requires_grad:
+            raise Fail(f"{name} requires grad {where}: the running statistics joined the autograd graph (each step "
+                       "keeps the last one's graph alive). Update them under `with torch.no_grad():`, as your "
+                       "batch_norm does")
         if isinstance(got, torch.Tensor) and got.dtype != dtype:
             raise Fail(f"{name} is {_dt(got.dtype)} {where}, but the module was moved with .to({_dt(dtype)}): "
                        "register running statistics with self.register_buffer so that .to(), .cuda() and "
@@ -770,6 +811,8 @@ BNM_CASES = [
                   seed=5)),
     _bnm_case(BNM("momentum=None, 2d, with evals in between", (4, 2, 3, 3), {"momentum": None},
                   steps="tetete", seed=6)),
+    _bnm_case(BNM("momentum=0.0: running stats stay (0.0 is not None)", (5, 3, 4), {"momentum": 0.0}, steps="ttte",
+                  seed=15)),
     _bnm_case(BNM("affine=False: 2 train steps, eval", (5, 4, 6), {"affine": False}, steps="tte", seed=7)),
     _bnm_case(BNM("track_running_stats=False: batch stats in eval too", (5, 3, 4),
                   {"track_running_stats": False}, steps="tete", seed=8)),
@@ -803,6 +846,7 @@ class LN:
     grad: bool = False
     tol: object = None
     seed: int = 0
+    permuted: bool = False         # x a non-contiguous view (its first two dims swapped)
 
 
 def _tuple_shape(ns_) -> tuple:
@@ -868,6 +912,8 @@ def _ln_case(kind: str, s: LN) -> Case:
         x0 = _x(s.shape, s.dtype, g, s.scale, s.offset)
         if s.const is not None:
             x0 = torch.full(s.shape, s.const, dtype=s.dtype)
+        if s.permuted:   # the same values, as a non-contiguous view: clone() keeps the strides
+            x0 = x0.transpose(0, 1).contiguous().transpose(0, 1)
         tshape = _tuple_shape(s.nshape)
         k = len(tshape)
         w0, b0 = _affine_params(tshape, s.dtype, g)
@@ -875,11 +921,11 @@ def _ln_case(kind: str, s: LN) -> Case:
         b0 = b0 if (s.bias and kind == "layer") else None
         (x, xd), (w, wd), (b, bd) = _leaves(s.grad, x0, w0, b0)
         if kind == "layer":
-            y = _call(fname, fn, x, s.nshape, w, b, s.eps)
+            y = _call(fname, fn, x, s.nshape, w, b, s.eps, names=("x", "normalized_shape", "weight", "bias"))
             yd = F.layer_norm(xd, tshape, wd, bd, s.eps)
             eps = s.eps
         else:
-            y = _call(fname, fn, x, s.nshape, w, s.eps)
+            y = _call(fname, fn, x, s.nshape, w, s.eps, names=("x", "normalized_shape", "weight"))
             eps = _rms_eps(s.eps, s.dtype)
             yd = F.rms_norm(xd, tshape, wd, eps)
         alts = _ln_alts(kind, x0, w0, b0, k, eps)
@@ -959,11 +1005,12 @@ LN_CASES = [
     _ln_case("layer", LN("1-D x (640,), normalized_shape 640", (640,), 640, seed=11)),
     _ln_case("layer", LN("normalized size 1: y = bias", (7, 1), 1, seed=12)),
     _ln_case("layer", LN("gradients (float64), tuple shape", (3, 4, 5), (4, 5), F64, grad=True, seed=13)),
+    _ln_case("layer", LN("non-contiguous x (a transposed view), (4, 3, 16)", (4, 3, 16), 16, permuted=True, seed=18)),
     _ln_bad_case("layer", "bad input: normalized_shape != x's last dims", "shape", 14),
     _ln_bad_case("layer", "bad input: weight shape != normalized_shape", "weight", 15),
 ]
 
-_exercise("layer_norm", "layer_norm: F.layer_norm rebuilt", ("layer_norm",), LN_CASES)
+_exercise("layer_norm", "layer_norm: F.layer_norm rebuilt", ("layer_norm",), LN_CASES, error_hints=(VIEW_HINT,))
 
 RMS_CASES = [
     _ln_case("rms", LN("int shape, (4, 10, 64), weight, eps=1e-6", (4, 10, 64), 64, eps=1e-6, seed=21)),
@@ -989,11 +1036,14 @@ RMS_CASES = [
     _ln_case("rms", LN("1-D x (100,)", (100,), 100, weight=False, eps=1e-6, seed=32)),
     _ln_case("rms", LN("gradients (float64), tuple shape, weight", (3, 4, 5), (4, 5), F64, eps=1e-6, grad=True,
                        seed=33)),
+    _ln_case("rms", LN("non-contiguous x (a transposed view), (4, 3, 16)", (4, 3, 16), 16, eps=1e-6, permuted=True,
+                       seed=38)),
     _ln_bad_case("rms", "bad input: normalized_shape != x's last dims", "shape", 34),
     _ln_bad_case("rms", "bad input: weight shape != normalized_shape", "weight", 35),
 ]
 
-_exercise("rms_norm", "rms_norm: F.rms_norm rebuilt (eps=None included)", ("rms_norm",), RMS_CASES)
+_exercise("rms_norm", "rms_norm: F.rms_norm rebuilt (eps=None included)", ("rms_norm",), RMS_CASES,
+          error_hints=(VIEW_HINT,))
 
 
 # ------------------------------------------------------------------------------ 5. group_norm
@@ -1010,6 +1060,7 @@ class GN:
     offset: float = 0.0
     grad: bool = False
     seed: int = 0
+    channels_last: bool = False
 
 
 def _gn_alts(x, G, w, b, eps):
@@ -1055,6 +1106,8 @@ def _gn_case(s: GN) -> Case:
         C = s.shape[1]
         G = C if inst else s.groups
         x0 = _x(s.shape, s.dtype, g, s.scale, s.offset)
+        if s.channels_last:  # clone() keeps the memory format
+            x0 = x0.to(memory_format=torch.channels_last)
         w0 = b0 = None
         if s.affine:
             w0, b0 = _affine_params(C, s.dtype, g, s.params)
@@ -1062,10 +1115,10 @@ def _gn_case(s: GN) -> Case:
         calls = []
         if inst:
             with _calls_of(ns, "group_norm", "instance_norm") as calls:
-                y = _call("group_norm", fn, x, w, b, s.eps)
+                y = _call("group_norm", fn, x, w, b, s.eps, names=("x", "weight", "bias"))
             yd = F.instance_norm(xd, weight=wd, bias=bd, eps=s.eps)
         else:
-            y = _call("group_norm", fn, x, G, w, b, s.eps)
+            y = _call("group_norm", fn, x, G, w, b, s.eps, names=("x", "num_groups", "weight", "bias"))
             yd = F.group_norm(xd, G, wd, bd, s.eps)
         cs = (1, C) + (1,) * (len(s.shape) - 2)
         xs = x0.to(F64).reshape(s.shape[0], G, -1)
@@ -1120,6 +1173,7 @@ GN_CASES = [
     _gn_case(GN("gradients (float64), G=2, affine", (3, 4, 5), 2, F64, grad=True, seed=10)),
     _gn_case(GN("weight only (bias=None), G=2, (3, 4, 5)", (3, 4, 5), 2, params="weight", seed=17)),
     _gn_case(GN("bias only (weight=None), G=3, (2, 6, 4)", (2, 6, 4), 3, params="bias", seed=18)),
+    _gn_case(GN("channels_last memory (2, 6, 4, 5), G=3", (2, 6, 4, 5), 3, channels_last=True, seed=23)),
     _gn_bad_case("C=6 not divisible by G=4: ValueError", (2, 6, 2), 4,
                  "GroupNorm with 6 channels and 4 groups; (N, 4, -1) reshapes fine but mixes groups",
                  must_say="divisible", seed=11),
@@ -1140,7 +1194,7 @@ GN_CASES = [
 ]
 
 _exercise("group_norm", "group_norm, and instance_norm through it", ("group_norm", "instance_norm"), GN_CASES,
-          error_hints=(BROADCAST_HINT,))
+          error_hints=(BROADCAST_HINT, VIEW_HINT))
 
 
 # -------------------------------------------------------------------------------- 6. normalize
@@ -1153,10 +1207,12 @@ def _norm_ref(x, dims, eps, center):
 
 
 def _normalize_case(name, shape, dims, dtype=F32, eps=1e-5, center=True, scale=1.0, offset=0.0, grad=False,
-                    seed=0) -> Case:
+                    seed=0, permuted=False) -> Case:
     def body(ns):
         fn = ns["normalize"]
         x0 = _x(shape, dtype, _gen(seed), scale, offset)
+        if permuted:     # a non-contiguous view with the same values
+            x0 = x0.transpose(0, 1).contiguous().transpose(0, 1)
         x = x0.clone().requires_grad_(grad)
         y = _call("normalize", fn, x, dims, eps, center)
         nd = len(shape)
@@ -1229,7 +1285,7 @@ def _via_case(s: VIA) -> Case:
         bd = None if b is None else b.to(F64)
         with _calls_of(ns, "normalize", "norm_via_normalize") as calls:
             y = _call("normalize", fn, s.kind, x0.clone(), w, b, s.eps, num_groups=s.groups,
-                      normalized_shape=s.nshape)
+                      normalized_shape=s.nshape, names=("kind", "x", "weight", "bias"))
         dims_seen = []
         for a, k in calls:
             xa, da = (list(a) + [k.get("x"), k.get("dims")][len(a):])[:2]
@@ -1281,6 +1337,7 @@ NORMALIZE_CASES = [
     _normalize_case("bf16, mean ~50: compute in float32", (8, 64), -1, BF16, offset=50.0, seed=6),
     _normalize_case("fp16 |x| ~ 300: squares overflow fp16", (6, 40), -1, F16, scale=300.0, seed=17),
     _normalize_case("gradients (float64), dims (0, 2)", (4, 3, 5), (0, 2), F64, grad=True, seed=7),
+    _normalize_case("non-contiguous x (a transposed view), dims -1", (4, 3, 16), -1, permuted=True, seed=20),
     _normalize_bad_case("bad dims: () must raise, not reduce over everything", (), 8),
     _normalize_bad_case("bad dims: a repeated dim (1, -2)", (1, -2), 9),
     _via_case(VIA("via: batch (N, C, H, W), affine", "batch", (4, 3, 5, 5), seed=10)),
@@ -1295,7 +1352,13 @@ NORMALIZE_CASES = [
     _via_case(VIA("via: group G=3 on (2, 6, 5), affine", "group", (2, 6, 5), groups=3, seed=15)),
     _via_case(VIA("via: group G=2 on 3d (2, 4, 2, 3, 3)", "group", (2, 4, 2, 3, 3), groups=2, affine=False,
                   seed=16)),
+    _via_case(VIA("via: instance (N, C, L) = (3, 4, 6), eps=1e-2 on |x| ~ 0.1", "instance", (3, 4, 6), eps=1e-2,
+                  scale=0.1, seed=21)),
+    _via_case(VIA("via: group G=2 on (2, 4, 5), eps=1e-2 on |x| ~ 0.1", "group", (2, 4, 5), groups=2, eps=1e-2,
+                  scale=0.1, seed=22)),
+    _via_case(VIA("via: rms, normalized_shape (6,) of (2, 3, 4, 6), eps=1e-2 on |x| ~ 0.1", "rms", (2, 3, 4, 6),
+                  nshape=(6,), eps=1e-2, scale=0.1, seed=23)),
 ]
 
 _exercise("normalize", "normalize: the one function behind every norm", ("normalize", "norm_via_normalize"),
-          NORMALIZE_CASES, error_hints=(BROADCAST_HINT,))
+          NORMALIZE_CASES, error_hints=(BROADCAST_HINT, VIEW_HINT))
