@@ -52,6 +52,7 @@ def setup(quiet: bool = False) -> dict:
         interpreter_indexes_with_any_numpy()
         interpreter_computes_bf16_in_fp32()
         interpreter_casts_bf16_through_fp32()
+        interpreter_reduces_bf16_as_numbers()
         interpreter_takes_bool_arguments()
     if interpret and not quiet:
         reason = "TRITON_INTERPRET=1 is set" if forced else "no CUDA GPU found"
@@ -190,6 +191,72 @@ def interpreter_casts_bf16_through_fp32() -> bool:
     cast_impl.course_patch, cast_impl.original = "bf16_through_fp32", original
     InterpreterBuilder.cast_impl = cast_impl
     # (the create_fp_trunc / create_fp_ext / ... lambdas call self.cast_impl, so they take this one)
+    return True
+
+
+def interpreter_reduces_bf16_as_numbers() -> bool:
+    """Make Triton's interpreter reduce bf16 blocks (tl.sum, tl.max, tl.min) as numbers, not as their bit patterns.
+
+    Triton 3.6 keeps bf16 as uint16 bits and sums them as integers (a true sum of -0.9 came out 6422528), and takes a
+    max or min of the patterns, which orders negative values backwards. A GPU sums bf16 in a tree whose every add
+    rounds to bf16: done so here (pairwise, each partial sum rounded to bf16 to nearest even), so a kernel that sums
+    in bf16 loses about as many digits as on a GPU, and max/min compare the values. Returns whether the patch is in
+    place.
+    """
+    try:
+        import numpy as np
+        import triton.language as tl
+        from triton.runtime.interpreter import ReduceOps
+    except Exception:
+        return False
+    original_sum, original_min_max = getattr(ReduceOps, "sum", None), getattr(ReduceOps, "min_max", None)
+    if original_sum is None or original_min_max is None:
+        return False
+    if getattr(original_sum, "course_patch", None) == "bf16_reduce":
+        return True
+
+    def as_fp32(bits):
+        return (np.asarray(bits).astype(np.uint32) << 16).view(np.float32)
+
+    def rounded(a):
+        return as_fp32(fp32_to_bf16_bits(a).reshape(a.shape))
+
+    def tree_sum(values, axis):
+        a = np.moveaxis(rounded(values), axis, -1)
+        while a.shape[-1] > 1:
+            if a.shape[-1] % 2:
+                a = np.concatenate([a, np.zeros(a.shape[:-1] + (1,), np.float32)], axis=-1)
+            a = rounded(a[..., 0::2] + a[..., 1::2])
+        return a[..., 0] if a.shape[-1] else np.zeros(a.shape[:-1], np.float32)
+
+    def bf16_sum(self, input):
+        if input.dtype.scalar != tl.bfloat16:
+            return original_sum(self, input)
+        data = as_fp32(input.handle.data)
+        axis = self.axis
+        if axis is None:
+            data, axis = data.reshape(-1), 0
+        out = tree_sum(data, axis)
+        if self.keep_dims:
+            out = np.expand_dims(out, axis) if self.axis is not None else out.reshape((1,) * input.handle.data.ndim)
+        return self.to_tensor(fp32_to_bf16_bits(np.asarray(out, np.float32)).reshape(np.shape(out)), input.dtype)
+
+    def bf16_min_max(self, input, val_reduce_op, idx_reduce_op=None):
+        value = input[0] if isinstance(input, tuple) else input
+        if value.dtype.scalar != tl.bfloat16:
+            return original_min_max(self, input, val_reduce_op, idx_reduce_op)
+        data = as_fp32(value.handle.data)
+        val = idx = None
+        if val_reduce_op:
+            picked = np.asarray(val_reduce_op(data, axis=self.axis, keepdims=self.keep_dims), np.float32)
+            val = self.to_tensor(fp32_to_bf16_bits(picked).reshape(picked.shape), value.dtype)
+        if idx_reduce_op:
+            idx = self.to_tensor(idx_reduce_op(data, axis=self.axis, keepdims=self.keep_dims), tl.int32)
+        return (val, idx) if val is not None and idx is not None else (val if val is not None else idx)
+
+    for fn, orig in ((bf16_sum, original_sum), (bf16_min_max, original_min_max)):
+        fn.course_patch, fn.original = "bf16_reduce", orig
+    ReduceOps.sum, ReduceOps.min_max = bf16_sum, bf16_min_max
     return True
 
 

@@ -464,6 +464,33 @@ def test_interpreter_does_bf16_math_in_fp32_and_takes_a_bool_argument_as_the_gpu
         assert torch.equal(y.view(torch.int16), want.view(torch.int16)), add
 
 
+@pytest.mark.skipif(helpers.on_gpu(), reason="checks the CPU interpreter's reductions and casts")
+def test_interpreter_reduces_and_casts_bf16_as_numbers_as_the_gpu_does():
+    """tl.sum / tl.max / tl.min of bf16 reduce values, not bit patterns (a sum of the patterns came out ~1e6, a max
+    of them picked a negative value); float64 stored into bf16 goes through fp32 (it came out 0 or garbage)."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def _reduce(X, X32, OUT, Z, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        x = tl.load(X + offs)                                             # bf16, n == BLOCK
+        tl.store(OUT, tl.sum(x, axis=0))
+        tl.store(OUT + 1, tl.max(x, axis=0))
+        tl.store(OUT + 2, tl.min(x, axis=0))
+        wide = tl.load(X32 + offs, mask=offs < n, other=0.0).to(tl.float64)
+        tl.store(Z + offs, wide.to(Z.dtype.element_ty), mask=offs < n)
+
+    g = torch.Generator().manual_seed(1)
+    x = (torch.randn(256, generator=g) * 0.5 - 0.3).bfloat16()
+    out, z = torch.zeros(3, dtype=torch.bfloat16), torch.empty_like(x)
+    _reduce[(1,)](x, x.float(), out, z, len(x), BLOCK=256)
+    total = x.double().sum().item()
+    assert abs(out[0].item() - total) <= 0.02 * abs(total) + 0.05, (out[0].item(), total)   # bf16 adds in a tree
+    assert out[1].item() == x.max().item() and out[2].item() == x.min().item()
+    assert torch.equal(z.view(torch.int16), x.view(torch.int16))
+
+
 def test_compare_outputs_says_what_came_back_instead_of_failing_to_unpack():
     y_ref, rstd_ref = rmsnorm_ref(torch.randn(3, 8))
     for wrong, says in ((None, "got None"), ((y_ref.float(),), "got a tuple of 1")):
