@@ -556,7 +556,7 @@ def far_rows(n: int, eps: float = 1e-6) -> Spec:
 
 def judge_far_rows(ex: Exercise, ns: dict, op: Op, s: Spec, hint: str = FAR_ROWS_HINT) -> tuple[bool, str]:
     """Offsets past 2**31 elements, in x and then in y: two calls on the rows of s (3, N), each with one 4 GiB
-    tensor. First x's rows lie FAR_STRIDE elements apart in one allocation, handed over as a strided (3, N) view;
+    tensor (8 GiB in fp32, where a CUDA C launcher's given .contiguous() copies x as well). First x's rows lie FAR_STRIDE elements apart in one allocation, handed over as a strided (3, N) view;
     then x's first row is broadcast (stride 0) to enough rows that y's last two start past 2**31 elements, and
     those are judged. Values are compared as in every case; a failure is put down to int32 offsets only when the
     same rows at the start of x pass."""
@@ -651,7 +651,7 @@ def judge_cuda_x_reads(ex: Exercise, ns: dict, op: Op, cuda_source: str, shape: 
     loads = racecheck.run_ncu_loads(launches, ex.kernels)
     reads = sum(loads.values()) / (x.numel() * x.element_size())
     rows = "x".join(map(str, shape))
-    if reads > most + 0.1:     # 32-byte sectors: a row that does not start on one rounds up a little
+    if reads > most + 0.1:     # requested bytes, not sectors: a right kernel measures exactly 1.00 or 2.00
         return False, (f"the kernels' loads requested x's bytes {reads:.2f} times (x {rows}, no weight or bias; "
                        f"counted by Nsight Compute), at most {most} here: {why}")
     return True, f"ok: x's bytes loaded {reads:.2f} times ({rows}, counted by Nsight Compute)"
@@ -706,8 +706,10 @@ def exercise(lesson: str, op: Op, id: str, title: str, functions: tuple, kernels
     have run only in the interpreter), and a case whose call launched a kernel that does not compile fails; a
     second case checks that no load leaves the tensors (right numbers do not show a read past the last row); with
     `x_reads` = (case name, spec, most, why) a third counts how many times the kernels read x on that spec's call.
-    With `far_rows` (a Spec of 3 rows) a last case, on a GPU with FAR_ROWS_GIB free, puts rows of x and of y
-    past 2**31 elements (int32 row offsets wrap there).
+    In a CUDA C exercise `x_reads` = (shape, most, why) adds a case, run once every value case passes, that counts
+    with Nsight Compute the bytes the launches for x of that shape load (at most `most` times x's).
+    With `far_rows` (a Spec of 3 rows) a last case, on a GPU with `far_gib` free, puts rows of x and of y past
+    2**31 elements (int32 row offsets wrap there; `far_hint` says how to widen them in this exercise's language).
     """
     ex = Exercise(id=id, lesson=lesson, title=title, functions=functions, kernels=kernels, given=given, uses=uses)
     entry = functions[0]
