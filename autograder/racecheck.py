@@ -212,16 +212,16 @@ LOAD_METRIC = "smsp__sass_data_bytes_mem_global_op_ld.sum"
 
 def run_ncu_loads(launches: list[dict], kernels: tuple, timeout_s: float = TIMEOUT_S) -> dict[str, float]:
     """Replay the recorded launches under Nsight Compute; {kernel name: bytes its loads requested from global
-    memory, summed over its launches}. Raises RuntimeError when the replay fails."""
+    memory, summed over its launches}. Raises RuntimeError when the replay fails, CaseSkipped where the GPU's
+    counters cannot be read here."""
     import csv
-    import fcntl
 
     from .registry import CaseSkipped
+    from .runner import one_at_a_time
 
     names = sorted({launch["name"] for launch in launches if launch["name"] in kernels})
     # one profiler at a time on a GPU: a second ncu (the CLI's --jobs) reads its counters as nan
-    with open(os.path.join(tempfile.gettempdir(), "autograder-ncu.lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with one_at_a_time("ncu"):
         text = _replay_under(["--metrics", LOAD_METRIC, "--csv", "--print-units", "base", "-k",
                               "regex:^(" + "|".join(map(re.escape, names)) + ")$"], launches, timeout_s, {},
                              tool=ncu_path())

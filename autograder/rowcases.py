@@ -239,15 +239,16 @@ def judge_run(ex: Exercise, s: Spec, fn, op: Op, ns: dict | None = None) -> tupl
             return False, msg + (f" | also {read.partition(' (rows past M')[0]}" if read else "")
         errs.append(f"{name} {r.max_abs_err:.1e}")
     # A load outside the tensors with right numbers is the loads case's to judge (a GPU cannot see it here)
-    if ex.needs_cuda and not s.row_pad and not _launched_on(x, spy.pointers):   # CUDA C kernels take no row
-        # stride: strided rows are copied by the given .contiguous(), other x must reach the kernel as they are
-        return False, ("the kernel read a copy of x, not x: a clone (or any copy) reads and writes all of x once "
-                       "more before the kernel starts. Launch on x2 = x.reshape(M, C).contiguous(), which is x "
-                       "itself when its rows are contiguous")
-    if not s.swap01 and not ex.needs_cuda and not _launched_on(x, spy.pointers):
-        return False, ("the kernel read a copy of x, not x: x.float(), x.to(...), x.contiguous() or a clone reads and "
-                       "writes all of x once more before the kernel starts (and in fp32, twice its bytes). Launch on "
-                       "x.reshape(M, N), a view for these rows (whatever their stride(0)), in x's own dtype")
+    # x itself must reach the kernel, except where rows must be copied: a swapped view has no one row stride, and
+    # CUDA C kernels take none (the given .contiguous() copies strided rows)
+    copies = s.row_pad if ex.needs_cuda else s.swap01
+    if not copies and not _launched_on(x, spy.pointers):
+        return False, ("the kernel read a copy of x, not x: " + (
+            "a clone (or any copy) reads and writes all of x once more before the kernel starts. Launch on "
+            "x2 = x.reshape(M, C).contiguous(), which is x itself when its rows are contiguous" if ex.needs_cuda else
+            "x.float(), x.to(...), x.contiguous() or a clone reads and writes all of x once more before the kernel "
+            "starts (and in fp32, twice its bytes). Launch on x.reshape(M, N), a view for these rows (whatever their "
+            "stride(0)), in x's own dtype"))
     if s.twice and (kept := _second_call_overwrites(s, fn, op, out, w, b)):
         return False, kept
     return True, "ok (max abs err " + ", ".join(errs) + ")" + (", and a second call kept them" if s.twice else "")
@@ -548,18 +549,19 @@ FAR_ROWS_HINT = ("an offset past 2**31 elements is past what an int32 offset rea
                  "negative there. Widen the row index before it multiplies a stride: tl.program_id(0).to(tl.int64)")
 
 
-def far_rows(n: int, eps: float = 1e-6) -> Spec:
-    """The Spec of an exercise's far-rows case: 3 rows of n, bf16."""
-    return Spec(f"offsets past 2**31 elements in x and y (rows of {n} bf16)", (3, n), torch.bfloat16, eps=eps,
-                seed=90)
+def far_rows(n: int, eps: float = 1e-6, dtype: torch.dtype = torch.bfloat16) -> Spec:
+    """The Spec of an exercise's far-rows case: 3 rows of n (bf16: the 2**31 elements take 4 GiB)."""
+    short = {torch.bfloat16: "bf16", torch.float32: "float32"}[dtype]
+    return Spec(f"offsets past 2**31 elements in x and y (rows of {n} {short})", (3, n), dtype, eps=eps, seed=90)
 
 
 def judge_far_rows(ex: Exercise, ns: dict, op: Op, s: Spec, hint: str = FAR_ROWS_HINT) -> tuple[bool, str]:
-    """Offsets past 2**31 elements, in x and then in y: two calls on the rows of s (3, N), each with one 4 GiB
-    tensor (8 GiB in fp32, where a CUDA C launcher's given .contiguous() copies x as well). First x's rows lie FAR_STRIDE elements apart in one allocation, handed over as a strided (3, N) view;
-    then x's first row is broadcast (stride 0) to enough rows that y's last two start past 2**31 elements, and
-    those are judged. Values are compared as in every case; a failure is put down to int32 offsets only when the
-    same rows at the start of x pass."""
+    """Offsets past 2**31 elements, in x and then in y: two calls on the rows of s (3, N). First x's rows lie
+    FAR_STRIDE elements apart in one 4 GiB allocation, handed over as a strided (3, N) view; then x's first row
+    is broadcast (stride 0) to enough rows that y's last two start past 2**31 elements, and those are judged.
+    A CUDA C launcher's given .contiguous() copies x to contiguous rows (the strided view to 3 rows near its start,
+    so that call is left out; the broadcast to as many rows as y, 8 GiB in fp32). Values are compared as in every
+    case; a failure is put down to int32 offsets only when the same rows at the start of x pass."""
     fn = ns[ex.functions[0]]
     x0, w, b = make_inputs(s, op)
     M, N = x0.shape
@@ -576,15 +578,17 @@ def judge_far_rows(ex: Exercise, ns: dict, op: Op, s: Spec, hint: str = FAR_ROWS
             out = tuple(o[-last:].clone() if isinstance(o, torch.Tensor) and o.dim() else o for o in out)
         return out
 
+    wrong = []
     try:
-        far_x = torch.empty((M - 1) * FAR_STRIDE + N, dtype=x0.dtype, device=x0.device)
-        far_x = far_x.as_strided((M, N), (FAR_STRIDE, 1)).copy_(x0)
-        out = call(far_x, 0)
-        del far_x
-        torch.cuda.empty_cache()   # its 8 GiB (fp32) back before the next call's copy and y
-        wrong = [r.message for r in compare_outputs(op.name, out, refs, s.dtype, names=op.outputs, device=device())
-                 if not r]
-        where = "x's third row starts 2**31 + 128 elements in"
+        if not ex.needs_cuda:
+            far_x = torch.empty((M - 1) * FAR_STRIDE + N, dtype=x0.dtype, device=x0.device)
+            far_x = far_x.as_strided((M, N), (FAR_STRIDE, 1)).copy_(x0)
+            out = call(far_x, 0)
+            del far_x
+            torch.cuda.empty_cache()   # its 4 GiB back before the next call's y
+            wrong = [r.message for r in compare_outputs(op.name, out, refs, s.dtype, names=op.outputs,
+                                                        device=device()) if not r]
+            where = "x's third row starts 2**31 + 128 elements in"
         if not wrong:
             out = call(x0[:1].expand(tall, N), 2)
             first = tuple(r[:1].expand(2, *r.shape[1:]) for r in refs)
@@ -593,7 +597,7 @@ def judge_far_rows(ex: Exercise, ns: dict, op: Op, s: Spec, hint: str = FAR_ROWS
             where = f"x is one row broadcast to {tall:,} rows: y's last two start past 2**31 elements"
     finally:
         try:
-            torch.cuda.empty_cache()   # give the 4 GiB back (it fails only in a context a fault has broken)
+            torch.cuda.empty_cache()   # give the memory back (it fails only in a context a fault has broken)
         except RuntimeError:
             pass
     if not wrong:
@@ -612,9 +616,10 @@ def judge_far_rows(ex: Exercise, ns: dict, op: Op, s: Spec, hint: str = FAR_ROWS
 RACECHECK_POINTS = 2
 
 
-def _cuda_launches(ex: Exercise, ns: dict, op: Op, cuda_source: str, shapes: tuple) -> tuple[list, str | None]:
-    """The launches the launcher makes for rows of these shapes (plain tensors, with weight and bias; recorded,
-    not run), and why they cannot be judged (None: they can)."""
+def _cuda_launches(ex: Exercise, ns: dict, op: Op, cuda_source: str, shapes: tuple,
+                   weight: str = "randn") -> tuple[list, str | None]:
+    """The launches the launcher makes for rows of these shapes (plain tensors, with weight and bias unless
+    weight="none"; recorded, not run), and why they cannot be judged (None: they can)."""
     from . import racecheck
 
     src = ns[cuda_source]
@@ -622,7 +627,7 @@ def _cuda_launches(ex: Exercise, ns: dict, op: Op, cuda_source: str, shapes: tup
         return [], "the CUDA source still holds its TODO"
     with racecheck.recording_cuda_launches() as launches:
         for i, shape in enumerate(shapes):
-            x, w, b = make_inputs(Spec(name="sanitized", shape=shape, eps=1e-5, seed=70 + i), op)
+            x, w, b = make_inputs(Spec(name="sanitized", shape=shape, eps=1e-5, weight=weight, seed=70 + i), op)
             op.call(ns[ex.functions[0]], x, w, b, 1e-5, {})
     if not any(launch["name"] in ex.kernels for launch in launches):
         return launches, f"no CUDA kernel was launched: {ex.functions[0]} must launch {' or '.join(ex.kernels[:3])}"
@@ -639,17 +644,11 @@ def judge_cuda_x_reads(ex: Exercise, ns: dict, op: Op, cuda_source: str, shape: 
     (racecheck.LOAD_METRIC: the bytes each thread's loads ask for, whether L1, L2 or DRAM serves them)."""
     from . import racecheck
 
-    src = ns[cuda_source]
-    if not isinstance(src, str) or holds_stub(src):
-        return False, "the CUDA source still holds its TODO"
-    s = Spec(name="loads", shape=shape, eps=1e-5, weight="none", bias=False, seed=75)
-    x, w, b = make_inputs(s, op)
-    with racecheck.recording_cuda_launches() as launches:
-        op.call(ns[ex.functions[0]], x, w, b, s.eps, {})
-    if not any(launch["name"] in ex.kernels for launch in launches):
-        return False, f"no CUDA kernel was launched: {ex.functions[0]} must launch {' or '.join(ex.kernels[:3])}"
+    launches, unjudged = _cuda_launches(ex, ns, op, cuda_source, (shape,), weight="none")
+    if unjudged:
+        return False, unjudged
     loads = racecheck.run_ncu_loads(launches, ex.kernels)
-    reads = sum(loads.values()) / (x.numel() * x.element_size())
+    reads = sum(loads.values()) / (math.prod(shape) * torch.float32.itemsize)   # lesson 03's rows are float32
     rows = "x".join(map(str, shape))
     if reads > most + 0.1:     # requested bytes, not sectors: a right kernel measures exactly 1.00 or 2.00
         return False, (f"the kernels' loads requested x's bytes {reads:.2f} times (x {rows}, no weight or bias; "

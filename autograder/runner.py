@@ -207,19 +207,22 @@ def grade(ex: Exercise | str, ns: dict, *, gpu: bool | None = None, on_case=None
 
 
 @contextlib.contextmanager
-def _memory_turn(case, gpu: bool):
-    """A case that needs much GPU memory (needs_gib) takes its turn: one such case at a time among the processes
-    of this machine (graders side by side, test shards), so that each finds the memory it checked for free."""
-    if not (case.needs_gib and gpu):
-        yield
-        return
+def one_at_a_time(name: str):
+    """Within: no other process of this machine is within one_at_a_time(name) (graders side by side, test shards);
+    a lock file in the temporary directory, released when the process ends."""
     import fcntl
     import tempfile
     from pathlib import Path
 
-    with open(Path(tempfile.gettempdir()) / "autograder-gpu-memory.lock", "w") as lock:
+    with open(Path(tempfile.gettempdir()) / f"autograder-{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
+
+
+def _memory_turn(case, gpu: bool):
+    """A case that needs much GPU memory (needs_gib) takes its turn, so that it finds the memory it checked for
+    free."""
+    return one_at_a_time("gpu-memory") if case.needs_gib and gpu else contextlib.nullcontext()
 
 
 def _breaks_context(case, msg: str) -> bool:

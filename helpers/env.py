@@ -66,12 +66,12 @@ def setup(quiet: bool = False) -> dict:
 
 
 def fp32_to_bf16_bits(a):
-    """bfloat16 bits (uint16) of a float32 NumPy array, rounded to nearest, ties to even: what the GPU's
-    cvt.rn.bf16.f32 gives. NaN stays NaN (quiet); a value past bf16's largest rounds to inf."""
+    """bfloat16 bits (uint16) of a float32 NumPy array, of its shape (0-d included), rounded to nearest, ties to
+    even: what the GPU's cvt.rn.bf16.f32 gives. NaN stays NaN (quiet); a value past bf16's largest rounds to inf."""
     import numpy as np
 
     a = np.asarray(a, dtype=np.float32)
-    u = np.ascontiguousarray(a).view(np.uint32).astype(np.uint64)
+    u = np.ascontiguousarray(a).view(np.uint32).astype(np.uint64).reshape(a.shape)   # (ascontiguousarray: >= 1-D)
     rounded = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
     quiet_nan = ((u >> 16) | 0x0040).astype(np.uint16)
     return np.where(np.isnan(a), quiet_nan, rounded)
@@ -93,7 +93,7 @@ def interpreter_rounds_bf16_to_nearest() -> bool:
 
         def convert(input, input_dtype, output_dtype, rounding_mode):
             if input_dtype == tl.float32 and output_dtype == tl.bfloat16 and rounding_mode in (None, rtne):
-                return fp32_to_bf16_bits(input).reshape(input.shape)
+                return fp32_to_bf16_bits(input)
             return original(input, input_dtype, output_dtype, rounding_mode)
         return convert
 
@@ -126,6 +126,13 @@ def interpreter_indexes_with_any_numpy() -> bool:
     return _patch_interpreter("_patch_lang_tensor", "indexes_with_any_numpy", wrap)
 
 
+def bf16_bits_to_fp32(bits):
+    """float32 values of bfloat16 bits (uint16, as Triton's interpreter stores bf16): exact."""
+    import numpy as np
+
+    return (np.asarray(bits).astype(np.uint32) << 16).view(np.float32)
+
+
 def interpreter_computes_bf16_in_fp32() -> bool:
     """Make Triton's interpreter do arithmetic and comparisons on bf16 values as the GPU does: in fp32, each
     result rounded back to bf16 (to nearest even).
@@ -135,63 +142,45 @@ def interpreter_computes_bf16_in_fp32() -> bool:
     so one kernel passed on a GPU and failed on a CPU with messages about unwritten outputs. Returns whether the
     patch is in place; a Triton without InterpreterBuilder.binary_op is left alone.
     """
-    try:
+    def wrap(original):
         import numpy as np
         import triton.language as tl
-        from triton.runtime.interpreter import InterpreterBuilder, TensorHandle
-    except Exception:
-        return False
-    original = getattr(InterpreterBuilder, "binary_op", None)
-    if original is None:
-        return False
-    if getattr(original, "course_patch", None) == "bf16_in_fp32":
-        return True
+        from triton.runtime.interpreter import TensorHandle
 
-    def as_fp32(bits):
-        return (np.asarray(bits).astype(np.uint32) << 16).view(np.float32)
+        def binary_op(self, lhs, rhs, op):
+            if lhs.dtype.scalar != tl.bfloat16 or rhs.dtype.scalar != tl.bfloat16:
+                return original(self, lhs, rhs, op)
+            out = op(bf16_bits_to_fp32(lhs.data), bf16_bits_to_fp32(rhs.data))
+            if out.dtype == np.float32:    # arithmetic; a comparison's booleans stay as they are
+                out = fp32_to_bf16_bits(out)
+            return TensorHandle(out, tl.bfloat16)
+        return binary_op
 
-    def binary_op(self, lhs, rhs, op):
-        if lhs.dtype.scalar != tl.bfloat16 or rhs.dtype.scalar != tl.bfloat16:
-            return original(self, lhs, rhs, op)
-        out = op(as_fp32(lhs.data), as_fp32(rhs.data))
-        if out.dtype == np.float32:    # arithmetic; a comparison's booleans stay as they are
-            out = fp32_to_bf16_bits(out).reshape(out.shape)
-        return TensorHandle(out, tl.bfloat16)
-
-    binary_op.course_patch, binary_op.original = "bf16_in_fp32", original
-    InterpreterBuilder.binary_op = binary_op
-    return True
+    return _patch_interpreter("binary_op", "bf16_in_fp32", wrap, owner="InterpreterBuilder")
 
 
 def interpreter_casts_bf16_through_fp32() -> bool:
     """Make Triton's interpreter convert between bf16 and every type other than fp32 (fp64, fp16, integers) as a
     GPU does, through fp32. Triton 3.6 converts only bf16 <-> fp32 properly and casts the rest with NumPy's astype
     to the uint16 that holds bf16 bits: float64 statistics stored into a bf16 y became 0 or garbage (a correct
-    kernel failed its bf16 cases on a CPU with "NaN: the rsqrt of a negative variance?") and passed on a GPU."""
-    try:
+    kernel failed its bf16 cases on a CPU with "NaN: the rsqrt of a negative variance?") and passed on a GPU.
+    (The create_fp_trunc / create_fp_ext / ... lambdas call self.cast_impl, so they take this one.)"""
+    def wrap(original):
         import numpy as np
         import triton.language as tl
-        from triton.runtime.interpreter import InterpreterBuilder, TensorHandle
-    except Exception:
-        return False
-    original = getattr(InterpreterBuilder, "cast_impl", None)
-    if original is None or getattr(original, "course_patch", None) == "bf16_through_fp32":
-        return original is not None
+        from triton.runtime.interpreter import TensorHandle
 
-    def cast_impl(self, src, dst_type):
-        s, d = src.dtype.scalar, dst_type.scalar
-        if (s == tl.bfloat16) == (d == tl.bfloat16) or tl.float32 in (s, d):
-            return original(self, src, dst_type)
-        if s == tl.bfloat16:     # bf16 -> fp32 -> d
-            wide = (np.asarray(src.data).astype(np.uint32) << 16).view(np.float32)
-            return original(self, TensorHandle(wide, tl.float32), dst_type)
-        narrow = np.asarray(src.data).astype(np.float32)   # s -> fp32 -> bf16, rounded to nearest even
-        return TensorHandle(fp32_to_bf16_bits(narrow).reshape(narrow.shape), tl.bfloat16)
+        def cast_impl(self, src, dst_type):
+            s, d = src.dtype.scalar, dst_type.scalar
+            if (s == tl.bfloat16) == (d == tl.bfloat16) or tl.float32 in (s, d):
+                return original(self, src, dst_type)
+            if s == tl.bfloat16:     # bf16 -> fp32 -> d
+                return original(self, TensorHandle(bf16_bits_to_fp32(src.data), tl.float32), dst_type)
+            # s -> fp32 -> bf16, rounded to nearest even
+            return TensorHandle(fp32_to_bf16_bits(np.asarray(src.data).astype(np.float32)), tl.bfloat16)
+        return cast_impl
 
-    cast_impl.course_patch, cast_impl.original = "bf16_through_fp32", original
-    InterpreterBuilder.cast_impl = cast_impl
-    # (the create_fp_trunc / create_fp_ext / ... lambdas call self.cast_impl, so they take this one)
-    return True
+    return _patch_interpreter("cast_impl", "bf16_through_fp32", wrap, owner="InterpreterBuilder")
 
 
 def interpreter_reduces_bf16_as_numbers() -> bool:
@@ -203,25 +192,12 @@ def interpreter_reduces_bf16_as_numbers() -> bool:
     in bf16 loses about as many digits as on a GPU, and max/min compare the values. Returns whether the patch is in
     place.
     """
-    try:
-        import numpy as np
-        import triton.language as tl
-        from triton.runtime.interpreter import ReduceOps
-    except Exception:
-        return False
-    original_sum, original_min_max = getattr(ReduceOps, "sum", None), getattr(ReduceOps, "min_max", None)
-    if original_sum is None or original_min_max is None:
-        return False
-    if getattr(original_sum, "course_patch", None) == "bf16_reduce":
-        return True
-
-    def as_fp32(bits):
-        return (np.asarray(bits).astype(np.uint32) << 16).view(np.float32)
-
     def rounded(a):
-        return as_fp32(fp32_to_bf16_bits(a).reshape(a.shape))
+        return bf16_bits_to_fp32(fp32_to_bf16_bits(a))
 
     def tree_sum(values, axis):
+        import numpy as np
+
         a = np.moveaxis(rounded(values), axis, -1)
         while a.shape[-1] > 1:
             if a.shape[-1] % 2:
@@ -229,35 +205,42 @@ def interpreter_reduces_bf16_as_numbers() -> bool:
             a = rounded(a[..., 0::2] + a[..., 1::2])
         return a[..., 0] if a.shape[-1] else np.zeros(a.shape[:-1], np.float32)
 
-    def bf16_sum(self, input):
-        if input.dtype.scalar != tl.bfloat16:
-            return original_sum(self, input)
-        data = as_fp32(input.handle.data)
-        axis = self.axis
-        if axis is None:
-            data, axis = data.reshape(-1), 0
-        out = tree_sum(data, axis)
-        if self.keep_dims:
-            out = np.expand_dims(out, axis) if self.axis is not None else out.reshape((1,) * input.handle.data.ndim)
-        return self.to_tensor(fp32_to_bf16_bits(np.asarray(out, np.float32)).reshape(np.shape(out)), input.dtype)
+    def wrap_sum(original):
+        import numpy as np
+        import triton.language as tl
 
-    def bf16_min_max(self, input, val_reduce_op, idx_reduce_op=None):
-        value = input[0] if isinstance(input, tuple) else input
-        if value.dtype.scalar != tl.bfloat16:
-            return original_min_max(self, input, val_reduce_op, idx_reduce_op)
-        data = as_fp32(value.handle.data)
-        val = idx = None
-        if val_reduce_op:
-            picked = np.asarray(val_reduce_op(data, axis=self.axis, keepdims=self.keep_dims), np.float32)
-            val = self.to_tensor(fp32_to_bf16_bits(picked).reshape(picked.shape), value.dtype)
-        if idx_reduce_op:
-            idx = self.to_tensor(idx_reduce_op(data, axis=self.axis, keepdims=self.keep_dims), tl.int32)
-        return (val, idx) if val is not None and idx is not None else (val if val is not None else idx)
+        def bf16_sum(self, input):
+            if input.dtype.scalar != tl.bfloat16:
+                return original(self, input)
+            data, axis = bf16_bits_to_fp32(input.handle.data), self.axis
+            if axis is None:
+                data, axis = data.reshape(-1), 0
+            out = np.asarray(tree_sum(data, axis), np.float32)
+            if self.keep_dims:
+                out = np.expand_dims(out, axis) if self.axis is not None else out.reshape((1,) * input.handle.data.ndim)
+            return self.to_tensor(fp32_to_bf16_bits(out), input.dtype)
+        return bf16_sum
 
-    for fn, orig in ((bf16_sum, original_sum), (bf16_min_max, original_min_max)):
-        fn.course_patch, fn.original = "bf16_reduce", orig
-    ReduceOps.sum, ReduceOps.min_max = bf16_sum, bf16_min_max
-    return True
+    def wrap_min_max(original):
+        import numpy as np
+        import triton.language as tl
+
+        def bf16_min_max(self, input, val_reduce_op, idx_reduce_op=None):
+            value = input[0] if isinstance(input, tuple) else input
+            if value.dtype.scalar != tl.bfloat16:
+                return original(self, input, val_reduce_op, idx_reduce_op)
+            data = bf16_bits_to_fp32(value.handle.data)
+            val = idx = None
+            if val_reduce_op:
+                picked = np.asarray(val_reduce_op(data, axis=self.axis, keepdims=self.keep_dims), np.float32)
+                val = self.to_tensor(fp32_to_bf16_bits(picked), value.dtype)
+            if idx_reduce_op:
+                idx = self.to_tensor(idx_reduce_op(data, axis=self.axis, keepdims=self.keep_dims), tl.int32)
+            return (val, idx) if val is not None and idx is not None else (val if val is not None else idx)
+        return bf16_min_max
+
+    return (_patch_interpreter("sum", "bf16_reduce_sum", wrap_sum, owner="ReduceOps")
+            & _patch_interpreter("min_max", "bf16_reduce_min_max", wrap_min_max, owner="ReduceOps"))
 
 
 def interpreter_takes_bool_arguments() -> bool:
@@ -281,21 +264,23 @@ def interpreter_takes_bool_arguments() -> bool:
     return _patch_interpreter("_implicit_cvt", "takes_bool_arguments", wrap)
 
 
-def _patch_interpreter(name: str, tag: str, wrap) -> bool:
-    """Replace `triton.runtime.interpreter.<name>` with `wrap(original)`, once (the replacement carries `tag` and
-    `.original`). False where Triton or that function is missing: such a Triton is left alone."""
+def _patch_interpreter(name: str, tag: str, wrap, owner: str | None = None) -> bool:
+    """Replace `triton.runtime.interpreter.<name>` (or `<owner>.<name>`, a method of that module's class `owner`) with
+    `wrap(original)`, once (the replacement carries `tag` and `.original`). False where Triton or that function is
+    missing: such a Triton is left alone."""
     try:
         from triton.runtime import interpreter
     except Exception:
         return False
-    original = getattr(interpreter, name, None)
+    where = interpreter if owner is None else getattr(interpreter, owner, None)
+    original = getattr(where, name, None)
     if original is None:
         return False
     if getattr(original, "course_patch", None) == tag:
         return True
     patched = wrap(original)
     patched.course_patch, patched.original = tag, original
-    setattr(interpreter, name, patched)
+    setattr(where, name, patched)
     return True
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from ..rowcases import LAYERNORM, RMSNORM, SOFTMAX, Spec, exercise
+from ..rowcases import LAYERNORM, RMSNORM, SOFTMAX, Spec, exercise, far_rows
 
 LESSON = "03_pycuda_layernorm"
 BIG_MEAN = ("These rows have mean 1e4: E[x^2] - E[x]^2 in float32 cancels every digit of a variance of 1 "
@@ -105,7 +105,9 @@ FAR_HINT = ("row * C in int wraps negative past 2**31 elements: offset rows in s
 
 
 def far(n: int, eps: float = 1e-5) -> Spec:
-    return Spec(f"offsets past 2**31 elements in y (rows of {n} float32)", (3, n), eps=eps, seed=90)
+    return far_rows(n, eps, torch.float32)
+
+
 # Rows for the memcheck case: the float4 path and the scalar one, the last row ending inside a register block
 MEMCHECK_ROWS = ((5, 1000), (5, 999))
 

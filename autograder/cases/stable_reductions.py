@@ -486,8 +486,8 @@ def _stream_case(s: SoftmaxSpec) -> Case:
 def _merges_seen(ns: dict, name: str, shift=None, rows: tuple | None = None):
     """While the student's stream runs, count the calls of their merge function `name` (looked up in ns by the
     stream) and the dtypes of the states it is given; yields (calls, dtypes, wrong): calls holds each call's two
-    states (copies), wrong the number of the first call where online_softmax_merge's result broke the rule on the
-    states it was given (at most one entry). shift(state) -> state, if given,
+    states (copies), wrong the number of the first call whose result broke the merge's rule on the states it was
+    given (at most one entry; _breaks_merge_rule). shift(state) -> state, if given,
     alters what each merge returns (to see whether the result depends on the merges at all). rows: the shape of
     a state's tensors, x.shape[:-1]; a state holding more entries than that is an error named here (the merge
     would fail with a broadcast error that says nothing about the state)."""
@@ -540,6 +540,12 @@ def _breaks_merge_rule(name: str, a, b, out) -> bool:
     return False
 
 
+def _wrong_merge_first(name: str, state: str, whose: str, call: int, msg: str) -> str:
+    """A stream's failure told as its merge's: the merge `name` broke its rule inside the stream, at that call."""
+    return (f"your {name} returned a wrong {state} inside the stream (call {call}, checked against the rule on the "
+            f"very states it was given): fix the merge first, {whose} say how. The stream's result: {msg}")
+
+
 def _a_state_holds(calls: list, k: int, value: torch.Tensor, same) -> bool:
     """Whether the k-th tensor of a state given to the merge (calls from _merges_seen) holds `value`:
     same(tensor, value), the tensor reshaped and cast to value's."""
@@ -557,9 +563,7 @@ def _stream_run(ns, fn, s: SoftmaxSpec) -> tuple[bool, str]:
     hint = s.hint if not s.hint_with_nan or (isinstance(y, torch.Tensor) and bool(torch.isnan(y).any())) else ""
     ok, msg = _judge_probs(y, x, -1, hint, s.nan_hint, s.near_hint, stream=True, merges=merges)
     if not ok and bad_merge:
-        return False, (f"your online_softmax_merge returned a wrong (m, l) inside the stream (call {bad_merge[0]}, "
-                       "checked against the rule on the very states it was given): fix the merge first, its own "
-                       f"cases say how. The stream's result: {msg}")
+        return False, _wrong_merge_first("online_softmax_merge", "(m, l)", "its own cases", bad_merge[0], msg)
     acc = acc_dtype(x.dtype)
     low = _coarser(dtypes, acc)
     why_low = (f"the states reaching online_softmax_merge are {', '.join(low)}: fold chunk states in "
@@ -597,7 +601,8 @@ STREAM_SPECS = [
     SoftmaxSpec("stream: fp32 logits of +-1e4", (4, 300), scale=1e4, chunk=32, seed=34),
     SoftmaxSpec("stream: fp16 logits of +-1e4 (output fp16)", (4, 300), F16, scale=1e4, chunk=50, seed=35),
     SoftmaxSpec("stream: causal mask (whole chunks of -inf)", (8, 64), kind="causal", scale=3.0, chunk=8, seed=36,
-                hint_with_nan=True, hint=("(a chunk whose values are all -inf, as under a causal mask, has the identity state (-inf, 0): "
+                hint_with_nan=True,
+                hint=("(a chunk whose values are all -inf, as under a causal mask, has the identity state (-inf, 0): "
                       "exp(x - m) with m = -inf is exp(nan); use 0 in place of m there)")),
     SoftmaxSpec("stream: 3-D (2, 3, 50), chunk=16, bf16", (2, 3, 50), BF16, scale=20.0, chunk=16, seed=37),
     SoftmaxSpec("stream: rows of equal values", (3, 40), kind="equal", chunk=7, seed=38),
@@ -889,9 +894,8 @@ def _var_run(ns, fn, s: VarSpec) -> tuple[bool, str]:
         return False, err
     ok, msg = _var_judged(ns, fn, s, x, out, calls, dtypes)
     if not ok and bad_merge:
-        return False, (f"your welford_merge returned a wrong (count, mean, M2) inside the stream (call "
-                       f"{bad_merge[0]}, checked against Chan's rule on the very states it was given): fix the "
-                       f"merge first, the welford exercise's cases say how. The stream's result: {msg}")
+        return False, _wrong_merge_first("welford_merge", "(count, mean, M2)", "the welford exercise's cases",
+                                         bad_merge[0], msg)
     return ok, msg
 
 
