@@ -7,6 +7,7 @@ An `Op` says how to call the launcher, what it returns and how to judge each out
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
@@ -363,9 +364,31 @@ def judge_compile(src, kernels: tuple) -> tuple[bool, str]:
     if holds_stub(src):
         return False, "the CUDA source still holds its TODO"
     try:
-        return True, compile_check(src, kernels)
+        return True, compile_check(src, kernels) + partial_warp_masks(src)
     except CudaCompileError as e:
         return False, str(e)
+
+
+_SYNC_MASK = re.compile(r"\b(__\w+_sync)\s*\(\s*(0[xX][0-9a-fA-F]+|\d+)[uUlL]*\s*,")
+
+
+def partial_warp_masks(src: str) -> str:
+    """A note (no points) for each warp intrinsic called with a literal mask that leaves out lanes: every lane that
+    calls `__shfl_xor_sync(mask, ...)` must be in the mask, and a warp whose 32 lanes call it with 0x0000ffff is
+    undefined behaviour that may still give the right numbers (no sanitizer sees it on an H100). '' when none."""
+    code = re.sub(r"//[^\n]*|/\*.*?\*/", lambda m: re.sub(r"[^\n]", " ", m.group()), src, flags=re.S)
+    notes = []
+    for m in _SYNC_MASK.finditer(code):
+        mask = int(m.group(2), 0) & 0xFFFFFFFF
+        if mask != 0xFFFFFFFF:
+            line = code.count("\n", 0, m.start()) + 1
+            notes.append(f"{m.group(1)}({m.group(2)}, ...) on line {line} names {bin(mask).count('1')} of 32 lanes")
+    if not notes:
+        return ""
+    return ("; note (no points): " + "; ".join(notes[:3]) + ". Every lane that calls a warp intrinsic must be in its "
+            "mask: when all 32 lanes of the warp call it, as in this lesson's kernels, a smaller mask is undefined "
+            "behaviour that may give the right numbers on one GPU and wrong ones on the next: use 0xffffffff (or "
+            "the tile's own warp.shfl_xor)")
 
 
 # The launch sweep (the "compiles for a GPU" case, tools/compile_targets.py): a row of one element, a short row
@@ -694,7 +717,8 @@ def judge_sanitizer(tool: str, ex: Exercise, ns: dict, op: Op, cuda_source: str,
 def exercise(lesson: str, op: Op, id: str, title: str, functions: tuple, kernels: tuple, specs: list[Spec],
              *, cuda_source: str | None = None, compile_points: int = 3, given: tuple = (),
              racecheck: tuple = (), memcheck: tuple = (), x_reads: tuple = (), far_rows: Spec | None = None,
-             uses: tuple = (), far_gib: float = FAR_ROWS_GIB, far_hint: str = FAR_ROWS_HINT):
+             uses: tuple = (), far_gib: float = FAR_ROWS_GIB, far_hint: str = FAR_ROWS_HINT,
+             stat_hints: dict | None = None):
     """Register an exercise whose cases call functions[0] on each Spec (`uses`: see Exercise.uses).
 
     With `cuda_source` (the name of the student's CUDA C string) the exercise is a CUDA C one: a first
@@ -709,7 +733,10 @@ def exercise(lesson: str, op: Op, id: str, title: str, functions: tuple, kernels
     with Nsight Compute the bytes the launches for x of that shape load (at most `most` times x's).
     With `far_rows` (a Spec of 3 rows) a last case, on a GPU with `far_gib` free, puts rows of x and of y past
     2**31 elements (int32 row offsets wrap there; `far_hint` says how to widen them in this exercise's language).
+    `stat_hints` replace the Op's hints for the named outputs in this exercise (its own way to get a statistic).
     """
+    if stat_hints:
+        op = replace(op, stat_hints={**op.stat_hints, **stat_hints})
     ex = Exercise(id=id, lesson=lesson, title=title, functions=functions, kernels=kernels, given=given, uses=uses)
     entry = functions[0]
     needs = "cuda" if cuda_source else None

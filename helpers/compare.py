@@ -333,8 +333,9 @@ def _error_hint(act: torch.Tensor, exp: torch.Tensor, bad: torch.Tensor, name: s
         boundary = c % 16 == 0 or c >= n_cols // 2
         if (c > 0 and boundary and bool(b[:, 0].logical_not().all())
                 and float(b[bad_rows][:, c:].float().mean()) > 0.9):
-            return (f"; only columns >= {c} are wrong: check the column mask "
-                    "(cols < N) and the last chunk of the row")
+            return (f"; only columns >= {c} are wrong: check the column mask (cols < N in Triton; in CUDA C the "
+                    "bound on the index, and that threads past the row still join the reduction instead of "
+                    "returning) and the last chunk of the row")
     # every bad row scaled by one factor -> the normaliser (eps, N) is wrong
     if n_cols > 1 and bad_rows.any():
         sel = bad_rows & (e.abs() > 1e-6).all(dim=1)

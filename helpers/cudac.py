@@ -246,9 +246,10 @@ def _arg(name: str, i: int, a):
         return np.uintp(a.data_ptr())
     if a is None:
         return np.uintp(0)
-    if isinstance(a, (np.float64, np.int64, np.uint64, np.longlong, np.ulonglong)):
+    if isinstance(a, np.generic) and a.dtype.itemsize != 4:   # a bool_ or int64 passed for an int, say
         kind = "np.float32(eps)" if isinstance(a, np.floating) else "np.int32(C)"
-        raise TypeError(f"{name}: argument {i} is a numpy {type(a).__name__} ({a!r}), 8 bytes; the course's kernels "
+        size = f"{a.dtype.itemsize} byte{'s' * (a.dtype.itemsize != 1)}"
+        raise TypeError(f"{name}: argument {i} is a numpy {a.dtype} ({a!r}), {size}; the course's kernels "
                         f"take 4-byte int and float: {kind}")
     if isinstance(a, np.generic):
         return a

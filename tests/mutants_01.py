@@ -29,6 +29,11 @@ MUTANTS = [
     ("batch_norm", "running stats replaced through .data (new memory)",
      [(BN_RM, "                running_mean.data = (1 - momentum) * running_mean + momentum * mean.reshape(-1)\n")],
      "new memory"),
+    ("batch_norm", "eval casts the caller's bf16 running stats to float32 through .data (review 01c b18)",
+     [("        mean = running_mean.to(xf.dtype).reshape(channel_shape(x))\n",
+       "        running_mean.data = running_mean.data.to(xf.dtype)\n        running_var.data = running_var.data.to(xf.dtype)\n"
+       "        mean = running_mean.to(xf.dtype).reshape(channel_shape(x))\n")],
+     "eval mode (training=False) replaced the caller's running_mean (now float32, was bfloat16)"),
     ("batch_norm", "eval still using batch statistics",
      [("    if training:\n        if m < 2:", "    if True:\n        if training and m < 2:")], "in eval mode"),
     ("batch_norm", "momentum applied the wrong way round",

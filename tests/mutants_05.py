@@ -70,6 +70,9 @@ MUTANTS = [
     # --- layernorm_fwd_looped: two passes, Chan's merge
     ("layernorm_fwd_looped", "Chan merge without the between-chunk term",
      [("m2 = m2 + m2_c + delta * delta * (n * n_c / n_new)", "m2 = m2 + m2_c")], "rstd"),
+    ("layernorm_fwd_looped", "Chan merge whose between-chunk term does not vanish from the empty state (n = 0)",
+     [("m2 = m2 + m2_c + delta * delta * (n * n_c / n_new)", "m2 = m2 + m2_c + delta * delta * n_c")],
+     "first chunk must come out as its own mean and M2"),
     ("layernorm_fwd_looped", "Chan merge with equal weights",
      [("mean = mean + delta * (n_c / n_new)", "mean = mean + delta * 0.5")], "mean"),
     ("layernorm_fwd_looped", "exercise 2's three loops (mean, then variance, then normalise): x read three times",

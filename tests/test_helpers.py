@@ -45,6 +45,16 @@ def test_compare_passes_and_reports_error():
     assert not r.ok and "(1, 2)" in r.message and "atol=1e-05" in r.message
 
 
+def test_a_wrong_tail_of_columns_names_the_mask_in_both_languages():
+    """Columns from 32 on wrong in every row: a Triton mask, or CUDA C threads past the row that return before
+    the reduction (review 03c R18); the hint speaks to both."""
+    ref = torch.randn(4, 40, dtype=torch.float64)
+    wrong = ref.float().clone()
+    wrong[:, 32:] += 1
+    m = compare(wrong, ref, TOL).message
+    assert "only columns >= 32 are wrong" in m and "cols < N in Triton" in m and "threads past the row" in m
+
+
 def test_compare_order_shape_dtype_device_unwritten_nan():
     ref = torch.ones(2, 3, dtype=torch.float64)
     assert "shape" in compare(torch.ones(3, 2), ref, TOL).message

@@ -101,6 +101,23 @@ def test_launch_arguments_need_their_c_type():
         cudac._arg("k", 5, np.float64(1e-5))
     with pytest.raises(TypeError, match=r"numpy int64 .*np.int32\(C\)"):
         cudac._arg("k", 6, np.int64(1000))
+    with pytest.raises(TypeError, match=r"numpy bool .*1 byte; .*np.int32\(C\)"):   # a flag for an int parameter
+        cudac._arg("k", 8, np.bool_(True))
+    with pytest.raises(TypeError, match=r"numpy float16 .*2 bytes.*np.float32\(eps\)"):
+        cudac._arg("k", 9, np.float16(1e-5))
+    assert cudac._arg("k", 10, np.uint32(3)) == 3 and cudac._arg("k", 11, np.float32(0.5)) == 0.5
+
+
+def test_a_partial_warp_mask_gets_a_note_not_a_failure():
+    """__shfl_xor_sync(0x0000ffff, ...) called by 32 lanes is undefined behaviour that an H100 runs right and no
+    sanitizer reports (review 03c R02/S05): the compile case says so, without taking points."""
+    from autograder.rowcases import partial_warp_masks
+    full = "v += __shfl_xor_sync(0xffffffff, v, 16); w = __shfl_down_sync(4294967295u, w, 1); // __shfl_sync(1, a, 0)"
+    assert partial_warp_masks(full) == ""
+    note = partial_warp_masks("int a;\n  v += __shfl_xor_sync(0x0000ffffu, v, 8);\n  /* __any_sync(3, p) */")
+    assert note.startswith("; note (no points): __shfl_xor_sync(0x0000ffff, ...) on line 2 names 16 of 32 lanes")
+    for ex in for_lesson(LESSON):   # the lesson's own kernels name whole warps
+        assert partial_warp_masks(load(ROOT / "solutions" / f"{LESSON}.ipynb")[0][ex.functions[1]]) == ""
 
 
 @pytest.mark.parametrize("dims,what,err", [(0, "block", ValueError), ((2048,), "block", ValueError),

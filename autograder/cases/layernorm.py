@@ -106,7 +106,10 @@ THIRD_READ = ("the first loop merges each chunk's statistics into the row's (Cha
 exercise(LESSON, LAYERNORM, "layernorm_fwd_looped", "LayerNorm forward: two passes with Chan's merge",
          ("layernorm_fwd_looped", LOOPED), (LOOPED,), COMMON + LONG,
          x_reads=("x read twice, not three times (Chan's merge in the first loop)", READ_TWICE, 2, THIRD_READ),
-         far_rows=far_rows(40000, eps=1e-5))
+         far_rows=far_rows(40000, eps=1e-5), stat_hints={"rstd": (
+             "rstd = 1/sqrt(M2/N + eps), M2 from Chan's merge of the chunks: merged into the empty state (n = 0) the "
+             "first chunk must come out as its own mean and M2, as the between-chunk term delta^2 * n * n_c / n' "
+             "vanishes there; a one-chunk row shows that first merge alone")})
 
 exercise(LESSON, LAYERNORM, "layernorm", "LayerNorm forward: a dispatcher for every N",
          ("layernorm",), (TILE, LOOPED, SPLIT),

@@ -494,6 +494,14 @@ def _bn_case(s: BN) -> Case:
                                        f"channels), not N = {n}"))
                 else:
                     m_alts = v_alts = []
+                    for name, t, was, ptr in (("running_mean", rm, before_m, ptrs[0]),
+                                              ("running_var", rv, before_v, ptrs[1])):
+                        if t.data_ptr() != ptr or t.dtype != was.dtype:   # `.data = ...to(float32)`, say
+                            raise Fail(f"eval mode (training=False) replaced the caller's {name}" + (
+                                f" (now {_dt(t.dtype)}, was {_dt(was.dtype)})" if t.dtype != was.dtype else
+                                " with new memory") + ": in eval, only read the running statistics; convert a "
+                                "copy for the arithmetic (running_mean.to(compute_dtype(x))) and leave the "
+                                "caller's tensors as they were")
                     if not torch.equal(rm, before_m) or not torch.equal(rv, before_v):
                         raise Fail("eval mode (training=False) changed running_mean/running_var: in eval, only "
                                    "read the running statistics")
@@ -569,6 +577,8 @@ BN_CASES = [
                 running="f32", scale=300.0, seed=23)),
     _bn_case(BN("eval: bf16 x, float32 running stats, mean ~50 (compute in float32)", (6, 8, 10), BF16,
                 training=False, running="f32", offset=50.0, seed=24)),
+    _bn_case(BN("eval: bf16 x and bf16 running stats (read them, leave them as they are)", (6, 8, 10), BF16,
+                training=False, scale=2.0, offset=1.0, seed=26)),
     _bn_case(BN("channels_last memory, BN2d (2, 5, 4, 3)", (2, 5, 4, 3), channels_last=True, seed=14)),
     _bn_case(BN("gradients (float64, train): x, weight, bias", (5, 3, 4), F64, grad=True, seed=15)),
     _bn_case(BN("gradients (float64, eval, 3 channels)", (4, 3, 5), F64, training=False, grad=True, seed=16)),
