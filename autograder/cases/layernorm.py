@@ -107,7 +107,7 @@ exercise(LESSON, LAYERNORM, "layernorm_fwd_looped", "LayerNorm forward: two pass
          ("layernorm_fwd_looped", LOOPED), (LOOPED,), COMMON + LONG,
          x_reads=("x read twice, not three times (Chan's merge in the first loop)", READ_TWICE, 2, THIRD_READ),
          far_rows=far_rows(40000, eps=1e-5), stat_hints={"rstd": (
-             "rstd = 1/sqrt(M2/N + eps), M2 from Chan's merge of the chunks: merged into the empty state (n = 0) the "
+             "rstd = 1/sqrt(M2/N + eps): biased variance, M2 over N; M2 from Chan's merge of the chunks: merged into the empty state (n = 0) the "
              "first chunk must come out as its own mean and M2, as the between-chunk term delta^2 * n * n_c / n' "
              "vanishes there; a one-chunk row shows that first merge alone")})
 
