@@ -62,6 +62,7 @@ class Spy:
         self.storages: list[tuple[int, int]] = []   # (address, bytes) of the tensors given to the running launch
         self.pointers: list[int] = []   # data_ptr() of every tensor given to every Triton launch
         self.counted: list[list] = []   # [first byte, end byte, element loads so far] of each tensor count_loads names
+        self.tuning = 0                 # > 0 while triton.autotune times its configs: those launches are not the call's
 
     def watch(self, name: str, t: torch.Tensor | None) -> None:
         """Report loads in the guard bands around t's elements (t made by guarded_input: its storage is the band)."""
@@ -386,6 +387,8 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN, torch_math: bool = Fals
         # rewritten copy, which keeps the name)
         @functools.wraps(run)
         def wrapper(self, *a, **k):
+            if spy.tuning:   # triton.autotune timing its configs (lesson 05 section 5): not a launch of the call's
+                return run(self, *a, **k)
             name = getattr(getattr(self, "fn", None), "__name__", "?")
             spy.launches[name] = spy.launches.get(name, 0) + 1
             spy.grids.setdefault(name, []).append(_grid3(k.get("grid", getattr(self, "grid", None)),
@@ -395,6 +398,17 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN, torch_math: bool = Fals
             spy.storages = [(t.untyped_storage().data_ptr(), t.untyped_storage().nbytes()) for t in tensors]
             spy.pointers += [t.data_ptr() for t in tensors]
             return run(self, *a, **k)
+        return wrapper
+
+    def tuning(bench):
+        # Autotuner._bench runs one config many times (do_bench) before the call's own launch
+        @functools.wraps(bench)
+        def wrapper(self, *a, **k):
+            spy.tuning += 1
+            try:
+                return bench(self, *a, **k)
+            finally:
+                spy.tuning -= 1
         return wrapper
 
     def forbid(owner, name, label):
@@ -450,6 +464,9 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN, torch_math: bool = Fals
             # Interpreted launches all end in GridExecutor.__call__ (Triton 3.0-3.5 have no
             # InterpretedFunction.run: `kernel[grid]` returns the GridExecutor itself)
             patch(grid_executor, "__call__", counting(grid_executor.__call__))
+            from triton.runtime.autotuner import Autotuner
+            if hasattr(Autotuner, "_bench"):   # times one config with do_bench's many launches (Triton 3.6 has it)
+                patch(Autotuner, "_bench", tuning(Autotuner._bench))
             from triton.runtime import interpreter
             builder = getattr(interpreter, "InterpreterBuilder", None)   # every interpreted tl.load ends here
             if builder is not None and hasattr(builder, "create_masked_load"):

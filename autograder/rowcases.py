@@ -47,6 +47,8 @@ class Spec:
     neg_inf_every: int = 0         # softmax: every k-th column is -inf (masked positions)
     spike_every: int = 0           # every k-th column (from column 0) is set to `spike`: lone outliers
     spike: float = 0.0
+    spike_cols: tuple = ()         # row r (of x as rows) gets `spike` at column spike_cols[r % len] (negative: from the
+                                   # end): one outlier per row, wherever a shifted sum may take its shift from
     kwargs: dict = field(default_factory=dict)
     bad: str | None = None         # weight_shape | bias_shape | int_dtype | fp16 | cpu | last_dim_stride | too_long | kwarg
     bad_kwargs: tuple = ()         # kwarg: more keyword sets that must each be refused too
@@ -62,6 +64,7 @@ class Spec:
     hint: str = ""                 # said after a numeric failure of this case that its control case passes
     chunked: bool = False          # the hint is about the chunks: the control runs each row as one chunk
     twice: bool = False            # then a second call on other values: the first call's outputs must stay as they were
+    one_launch: bool = False       # the call launches the exercise's one kernel, once, and no other Triton kernel
 
     def control(self) -> "Spec | None":
         """The same case without what makes it special (the large mean, the spikes, the swapped view, several
@@ -69,7 +72,7 @@ class Spec:
         control."""
         # a small mean, not 0: padded lanes in a variance add mean^2 each, and must show in the control too
         plain = replace(self, name=f"{self.name} (control)", hint="", offset=3.0 if self.offset else 0.0,
-                        spike_every=0, swap01=False)
+                        spike_every=0, spike_cols=(), swap01=False)
         if self.chunked:
             whole_row = 1 << max(self.shape[-1] - 1, 0).bit_length()   # next_power_of_2(N)
             plain = replace(plain, kwargs={**self.kwargs, "block_n": whole_row}, launch_args=None, chunked=False)
@@ -119,6 +122,10 @@ def make_inputs(s: Spec, op: Op):
         x[..., ::s.neg_inf_every] = float("-inf")
     if s.spike_every:
         x[..., ::s.spike_every] = s.spike
+    if s.spike_cols:
+        rows = x.view(-1, s.shape[-1])
+        for r in range(rows.shape[0]):
+            rows[r, s.spike_cols[r % len(s.spike_cols)]] = s.spike
     x = x.to(s.dtype).to(device())
     N = s.shape[-1]
     w = b = None
@@ -144,6 +151,7 @@ def judge_run(ex: Exercise, s: Spec, fn, op: Op, ns: dict | None = None) -> tupl
     w = None if w0 is None else guarded_input(w0, shift=int(s.misalign == "weight"))
     b = None if b0 is None else guarded_input(b0, shift=int(s.misalign == "weight"))
     before = {name: t.clone() for name, t in (("x", x), ("weight", w), ("bias", b)) if t is not None}
+    where = {name: (t.data_ptr(), t.stride()) for name, t in (("x", x), ("weight", w), ("bias", b)) if t is not None}
     with student_call(torch_math=True) as spy:
         for name, t in (("x", x), ("weight", w), ("bias", b)):
             spy.watch(name, t)
@@ -179,6 +187,11 @@ def judge_run(ex: Exercise, s: Spec, fn, op: Op, ns: dict | None = None) -> tupl
                        "for this N and dtype (an if without elif or return runs two paths; a dispatcher that times "
                        "its candidates on the first call runs them all, and the grader cannot tell which result "
                        "it returned)")
+    if s.one_launch and not ex.needs_cuda and any(n and (k != ex.kernels[0] or n > 1) for k, n in spy.launches.items()):
+        ran = ", ".join(f"{k} ({n}x)" for k, n in spy.launches.items() if n)
+        return False, (f"one call launched {ran}: this exercise is one fused kernel, {ex.kernels[0]}, launched once "
+                       "per call (a second kernel that normalises with statistics the first one stored reads x "
+                       "from HBM again, and a launch whose result is thrown away doubles the work)")
     if s.launch_args:
         kernel = s.launches or ex.kernels[0]
         for got in spy.args.get(kernel, []):
@@ -213,6 +226,10 @@ def judge_run(ex: Exercise, s: Spec, fn, op: Op, ns: dict | None = None) -> tupl
             return False, (f"modified its input {name}"
                            + (f" (now {str(t.dtype).replace('torch.', '')})" if t.dtype != before[name].dtype else "")
                            + f": the caller's tensors stay as they were; write only into {', '.join(op.outputs)}")
+        if t is not None and (t.data_ptr(), t.stride()) != where[name]:
+            return False, (f"re-pointed the caller's {name} at other memory ({name}.data = ..., or set_/resize_ on "
+                           f"it): the caller's tensor is now a different one. Make a local name for the copy "
+                           f"(x2 = x.reshape(M, N)) and leave the caller's tensors as they were")
     refs = op.ref(x0, w0, b0, s.eps)
     errs = []
     results = compare_outputs(op.name, out, refs, s.dtype, names=op.outputs, atol=s.atol, stat_rtol=s.stat_rtol,
@@ -270,7 +287,14 @@ def _second_call_overwrites(s: Spec, fn, op: Op, out: tuple, w, b) -> str:
               if isinstance(t2, torch.Tensor) and t.untyped_storage().data_ptr() == t2.untyped_storage().data_ptr()]
     changed = [name for name, t, t0 in zip(op.outputs, out, first) if not torch.equal(t, t0)]
     if not (shared or changed):
-        return ""
+        results = compare_outputs(op.name, out2, op.ref(x2, w, b, s.eps), s.dtype, names=op.outputs, atol=s.atol,
+                                  stat_rtol=s.stat_rtol, device=device())
+        wrong = [r.message for r in results if not r]
+        if not wrong:
+            return ""
+        return (f"the second call, on other values of x of the same shape, came back wrong: {wrong[0]}. Results "
+                "kept from an earlier call (memoised by shape or by address) are stale once x's values change: "
+                "compute every call")
     return (f"a second call on other values of x {'overwrote' if changed else 'returned'} the first call's "
             f"{', '.join(changed or shared)}{'' if changed else ' again (the same memory)'}: outputs cached across "
             "calls are written again by the next call, under the feet of whoever kept the first result (the "
@@ -460,12 +484,15 @@ def _own_kernels(ex: Exercise, ns: dict, launched: list[str]) -> tuple[list[str]
 # The "loads stay inside the tensors" case: rows past M (5 rows: a tile of 2, 4 or 8 rows ends past them), a row
 # of one element, a short row that is not a power of two, a row longer than a 16 KB chunk in bf16 and fp32.
 READ_ROWS = (1, 1000, 5000)
+READ_CHUNKED_N = 1000   # with a chunk of 256: three whole chunks and a last one of 232
 READ_POINTS = 4     # the only case that sees such a read on a GPU: the value cases pass it there, and here too
 
 
-def judge_reads(ex: Exercise, ns: dict, op: Op) -> tuple[bool, str]:
+def judge_reads(ex: Exercise, ns: dict, op: Op, chunked: dict | None = None) -> tuple[bool, str]:
     """No load (or store) of the launcher's kernels leaves the tensors they were given, on 5 rows of each length
-    in READ_ROWS, bf16 and fp32, with weight (and bias). In the interpreter every load of this
+    in READ_ROWS, bf16 and fp32, with weight (and bias); with `chunked` (keyword arguments that set a chunk, e.g.
+    {"block_n": 256}) also on rows of READ_CHUNKED_N in such chunks, the last one partial (a loop's load masked
+    without the chunk's offset reads past the row there). In the interpreter every load of this
     process is checked (harness.Spy); compiled on a GPU the launches are recorded and replayed in the interpreter
     in another process (autograder/loadcheck.py). The numbers are judged by the other cases."""
     from . import loadcheck
@@ -476,6 +503,9 @@ def judge_reads(ex: Exercise, ns: dict, op: Op) -> tuple[bool, str]:
     for n in READ_ROWS:
         for dtype in (torch.bfloat16, torch.float32):
             calls.append(Spec(name="reads", shape=(5, n), dtype=dtype, seed=80 + len(calls)))
+            if chunked and n == READ_ROWS[-1]:
+                calls.append(Spec(name="reads", shape=(5, READ_CHUNKED_N), dtype=dtype, kwargs=dict(chunked),
+                                  seed=80 + len(calls)))
     def call_each(watch_into=None):
         for s in calls:
             x0, w0, b0 = make_inputs(s, op)
@@ -511,6 +541,8 @@ def judge_reads(ex: Exercise, ns: dict, op: Op) -> tuple[bool, str]:
     if problem:
         return False, problem
     lengths = ", ".join(map(str, READ_ROWS))
+    if chunked:
+        lengths += f"; {READ_CHUNKED_N} in chunks of " + ", ".join(f"{k}={v}" for k, v in chunked.items())
     return True, f"ok: every load of {', '.join(mine)} stays inside its tensors (rows of {lengths})"
 
 
@@ -718,7 +750,7 @@ def exercise(lesson: str, op: Op, id: str, title: str, functions: tuple, kernels
              *, cuda_source: str | None = None, compile_points: int = 3, given: tuple = (),
              racecheck: tuple = (), memcheck: tuple = (), x_reads: tuple = (), far_rows: Spec | None = None,
              uses: tuple = (), far_gib: float = FAR_ROWS_GIB, far_hint: str = FAR_ROWS_HINT,
-             stat_hints: dict | None = None):
+             stat_hints: dict | None = None, read_chunks: dict | None = None):
     """Register an exercise whose cases call functions[0] on each Spec (`uses`: see Exercise.uses).
 
     With `cuda_source` (the name of the student's CUDA C string) the exercise is a CUDA C one: a first
@@ -734,6 +766,7 @@ def exercise(lesson: str, op: Op, id: str, title: str, functions: tuple, kernels
     With `far_rows` (a Spec of 3 rows) a last case, on a GPU with `far_gib` free, puts rows of x and of y past
     2**31 elements (int32 row offsets wrap there; `far_hint` says how to widen them in this exercise's language).
     `stat_hints` replace the Op's hints for the named outputs in this exercise (its own way to get a statistic).
+    `read_chunks` (keyword arguments of the launcher that set the chunk) adds chunked rows to the loads case.
     """
     if stat_hints:
         op = replace(op, stat_hints={**op.stat_hints, **stat_hints})
@@ -771,7 +804,7 @@ def exercise(lesson: str, op: Op, id: str, title: str, functions: tuple, kernels
                                 lambda ns: judge_gpu_compile(ex, ns, op), points=TRITON_COMPILE_POINTS,
                                 needs="triton-compile"))
         ex.cases.insert(1, Case("loads stay inside the tensors (rows past M, columns past N)",
-                                lambda ns: judge_reads(ex, ns, op), points=READ_POINTS))
+                                lambda ns: judge_reads(ex, ns, op, read_chunks), points=READ_POINTS))
         if x_reads:
             name, spec, most, why = x_reads
             ex.cases.insert(2, Case(name, lambda ns: judge_x_reads(ex, ns, op, spec, most, why),

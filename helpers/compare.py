@@ -377,6 +377,6 @@ def _error_hint(act: torch.Tensor, exp: torch.Tensor, bad: torch.Tensor, name: s
         return hint
     if e.shape[0] > 2 and bad_rows.any() and not bad_rows.all():
         means = e.mean(dim=1).abs()
-        if float(means[bad_rows].min()) > float(means[~bad_rows].max()) > 0:
+        if float(means[bad_rows].min()) > 10 * float(means[~bad_rows].max()) > 0:   # by far, not by chance
             return "; only rows with a large mean are wrong: cancellation (use a two-pass or Welford variance)"
     return "."

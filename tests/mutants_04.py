@@ -174,4 +174,49 @@ MUTANTS = [
     ("rmsnorm_fwd_looped", "scalar accumulator that becomes a block in the loop",
      [("        acc = tl.zeros([BLOCK_N], dtype=tl.float32)\n        for off", "        acc = 0.0\n        for off")],
      "must keep the type and shape"),
+    # --- from review 04d: the launches, the chunked loads, a second call, the caller's tensors
+    ("rmsnorm_fwd", "a warm-up launch before the real one (the kernel twice per call)",
+     [("    _rmsnorm_fwd_kernel[(M,)](\n", "    for _ in range(2):\n      _rmsnorm_fwd_kernel[(M,)](\n")],
+     "this exercise is one fused kernel, _rmsnorm_fwd_kernel, launched once per call"),
+    ("rmsnorm_fwd", "results memoised by shape (a second call on other values gets the first call's)",
+     [("    x2 = x.reshape(M, N)\n    y = torch.empty((M, N), dtype=x.dtype, device=x.device)\n"
+       "    rstd = torch.empty(M, dtype=torch.float32, device=x.device)\n    BLOCK_N = triton.next_power_of_2(N)\n"
+       "    _rmsnorm_fwd_kernel[(M,)](\n",
+       "    memo = rmsnorm_fwd.__dict__.setdefault(\"memo\", {})\n    key = (tuple(x.shape), x.dtype, weight is None)\n"
+       "    if key in memo:\n        return tuple(t.clone() for t in memo[key])\n"
+       "    x2 = x.reshape(M, N)\n    y = torch.empty((M, N), dtype=x.dtype, device=x.device)\n"
+       "    rstd = torch.empty(M, dtype=torch.float32, device=x.device)\n    BLOCK_N = triton.next_power_of_2(N)\n"
+       "    memo[key] = (y.reshape(x.shape), rstd.reshape(x.shape[:-1]))\n"
+       "    _rmsnorm_fwd_kernel[(M,)](\n")],
+     "the second call, on other values of x of the same shape, came back wrong"),
+    ("rmsnorm_fwd", "x.data = x.contiguous() (the caller's x re-pointed at a copy)",
+     [("    ### BEGIN SOLUTION\n    x2 = x.reshape(M, N)\n    y = torch.empty((M, N), dtype=x.dtype, device=x.device)\n",
+       "    ### BEGIN SOLUTION\n    x.data = x.contiguous()\n    x2 = x.reshape(M, N)\n"
+       "    y = torch.empty((M, N), dtype=x.dtype, device=x.device)\n")],
+     "re-pointed the caller's x at other memory"),
+    ("rmsnorm_fwd", "short rows padded to 1024 lanes",
+     [("    BLOCK_N = triton.next_power_of_2(N)\n    _rmsnorm_fwd_kernel[(M,)](\n",
+       "    BLOCK_N = max(1024, triton.next_power_of_2(N))\n    _rmsnorm_fwd_kernel[(M,)](\n")],
+     "this call must use BLOCK_N=8"),
+    ("rmsnorm_fwd_rows", "short rows padded to 1024 lanes",
+     [("    BLOCK_N = triton.next_power_of_2(N)\n    _rmsnorm_fwd_rows_kernel",
+       "    BLOCK_N = max(1024, triton.next_power_of_2(N))\n    _rmsnorm_fwd_rows_kernel")],
+     "this call must use BLOCK_N=64"),
+    ("rmsnorm_fwd_looped", "pass 2's loads masked by the lanes, not by the chunk's columns",
+     [("            x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy=\"evict_first\")",
+       "            x = tl.load(x_row + cols, mask=tl.arange(0, BLOCK_N) < N, other=0.0, eviction_policy=\"evict_first\")")],
+     "read out of bounds"),
+    ("rmsnorm_fwd_looped", "a third loop over x (max|x| first)",
+     [("        acc = tl.zeros([BLOCK_N], dtype=tl.float32)\n        for off",
+       "        big = tl.zeros([BLOCK_N], dtype=tl.float32)\n        for off in range(0, N, BLOCK_N):\n"
+       "            cols = off + tl.arange(0, BLOCK_N)\n"
+       "            big = tl.maximum(big, tl.abs(tl.load(x_row + cols, mask=cols < N, other=0.0).to(tl.float32)))\n"
+       "        acc = big * 0.0\n        for off")],
+     "the kernels read x 3 times"),
+    ("rmsnorm_fwd_looped", "rstd in its own kernel, then the normalising kernel (x read from HBM twice)",
+     [("    _rmsnorm_fwd_looped_kernel[(min(programs, M),)](\n",
+       "    _rmsnorm_fwd_looped_kernel[(min(programs, M),)](\n        x2, y, weight if weight is not None else x2, rstd,\n"
+       "        M, N, x2.stride(0), y.stride(0), eps,\n        BLOCK_N=BLOCK_N, HAS_WEIGHT=weight is not None)\n"
+       "    _rmsnorm_fwd_looped_kernel[(min(programs, M),)](\n")],
+     "this exercise is one fused kernel"),
 ]

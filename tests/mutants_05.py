@@ -9,6 +9,11 @@ DISPATCH = ("    if row_bytes < 2048 or (x.element_size() == 4 and row_bytes <= 
 
 FAR_ROWS = "past what an int32 offset reaches"
 
+FIXED_P3 = ("        x = tl.load(x_row + cols, mask=cols < N, other=0.0).to(tl.float32)\n        y = (x - mean) * rstd\n"
+            "        if HAS_WEIGHT:\n            y = y * tl.load(W + cols, mask=cols < N, other=0.0).to(tl.float32)\n"
+            "        if HAS_BIAS:\n            y = y + tl.load(B + cols, mask=cols < N, other=0.0).to(tl.float32)\n"
+            "        tl.store(y_row + cols, y.to(Y.dtype.element_ty), mask=cols < N)")   # the fixed kernel's pass 3
+
 MUTANTS = [
     # --- layernorm_fwd: a tile of rows in registers
     ("layernorm_fwd", "loads without the row mask (the stores keep it): rows past M are read",
@@ -243,4 +248,27 @@ MUTANTS = [
      [("        return layernorm_fwd(x, weight, bias, eps)\n",
        "        return layernorm_fwd(x, weight, bias, eps, rows_per_program=1)\n")],
      "rows per program"),
+    # --- from review 05d: one fused kernel launched once, outliers anywhere in the row, the tile's columns
+    ("layernorm_fwd", "a warm-up launch before the real one (the kernel twice per call)",
+     [("    _layernorm_fwd_kernel[(triton.cdiv(M, BLOCK_M),)](\n",
+       "    for _ in range(2):\n      _layernorm_fwd_kernel[(triton.cdiv(M, BLOCK_M),)](\n")],
+     "this exercise is one fused kernel, _layernorm_fwd_kernel, launched once per call"),
+    ("layernorm_fwd_looped", "the looped kernel launched twice per call",
+     [("    _layernorm_fwd_looped_kernel[(M,)](\n", "    for _ in range(2):\n      _layernorm_fwd_looped_kernel[(M,)](\n")],
+     "this exercise is one fused kernel, _layernorm_fwd_looped_kernel"),
+    ("layernorm_fwd", "one-pass variance of sums shifted by the row's last element (x[N-1])",
+     [("    mean = tl.sum(x, axis=1) / N\n    xc = tl.where(mask, x - mean[:, None], 0.0)\n"
+       "    rstd = tl.rsqrt(tl.sum(xc * xc, axis=1) / N + eps)\n",
+       "    k = tl.sum(tl.where(cols[None, :] == N - 1, x, 0.0), axis=1)\n"
+       "    xk = tl.where(mask, x - k[:, None], 0.0)\n    s1 = tl.sum(xk, axis=1)\n    s2 = tl.sum(xk * xk, axis=1)\n"
+       "    mean = tl.sum(x, axis=1) / N\n    rstd = tl.rsqrt((s2 - s1 * s1 / N) / N + eps)\n")],
+     "around one element k of the row"),
+    ("layernorm_fwd", "short rows padded to 1024 lanes",
+     [("    BLOCK_N = triton.next_power_of_2(N)\n    _layernorm_fwd_kernel",
+       "    BLOCK_N = max(1024, triton.next_power_of_2(N))\n    _layernorm_fwd_kernel")],
+     "this call must use BLOCK_N=64"),
+    ("layernorm_fwd_fixed", "the normalising loop's loads masked by the lanes, not by the chunk's columns",
+     [(FIXED_P3, FIXED_P3.replace("x = tl.load(x_row + cols, mask=cols < N,",
+                                  "x = tl.load(x_row + cols, mask=tl.arange(0, BLOCK_N) < N,"))],
+     "read out of bounds"),
 ]

@@ -140,6 +140,22 @@ def test_compare_hints_stay_quiet_on_scattered_rounding_errors():
     assert not compare(spots, ref2, TOL).ok and "column mask" not in m and "factor" not in m
 
 
+def test_the_large_mean_hint_needs_rows_whose_mean_is_far_larger():
+    """'Only rows with a large mean are wrong' is said where the wrong rows' mean is far above the right ones'
+    (review 05d: outliers in some rows of y, whose means differ by chance, drew it)."""
+    g = torch.Generator().manual_seed(1)
+    ref = torch.randn(8, 64, dtype=torch.float64, generator=g)
+    ref[4:] += 1e4
+    got = ref.float().clone()
+    got[4:] += torch.randn(4, 64, generator=g)   # cancellation: noise, not a factor
+    assert "only rows with a large mean are wrong" in compare(got, ref, TOL).message
+    ref = torch.randn(8, 64, dtype=torch.float64, generator=g) + torch.arange(8, dtype=torch.float64)[:, None] * 0.1
+    got = ref.float().clone()
+    got[6:, 3] += 1.0   # the rows of the two largest means, by a little
+    m = compare(got, ref, TOL).message
+    assert not compare(got, ref, TOL).ok and "large mean" not in m
+
+
 def test_compare_bad_arguments():
     with pytest.raises(TypeError):
         compare(torch.ones(1), torch.ones(1), (1e-5, 1e-5))

@@ -4,7 +4,9 @@ Each mutant compiles its kernels for every hidden case; one process would take l
 allows. The tests are cut into small batches that `--workers` pytest processes take in turn as they finish (a
 fixed split left one shard with the slow lesson-03 cases and the others idle); they share Triton's on-disk cache.
 Exit status: non-zero if any batch fails.
-    python tools/run_gpu_tests.py [--workers N] [--batch K] [-k pytest-expression]
+    python tools/run_gpu_tests.py [--workers N] [--batch K] [-k pytest-expression] [--part I/N]
+`--part 1/2` then `--part 2/2` run every second test each (solutions and mutants of every lesson in both), for
+machines that stop a command after 10 minutes.
 """
 from __future__ import annotations
 
@@ -41,12 +43,19 @@ def main(argv=None) -> int:
                    help="pytest processes at a time (default: the CPU cores, at most %(default)s here)")
     p.add_argument("--batch", type=int, default=None, help="tests per pytest process")
     p.add_argument("-k", default=None, help="pytest -k expression")
+    p.add_argument("--part", default="1/1", help="I/N: only the I-th of every N tests (default: all)")
     a = p.parse_args(argv)
     if a.workers < 1 or (a.batch is not None and a.batch < 1):
         p.error("--workers and --batch must be at least 1")
+    try:
+        part, of = map(int, a.part.split("/"))
+    except ValueError:
+        part = of = 0
+    if not 1 <= part <= of:
+        p.error(f"--part must be I/N with 1 <= I <= N, got {a.part!r}")
     sel = ["-k", a.k] if a.k else []
     listing = subprocess.run(PYTEST + sel + ["--collect-only"], cwd=ROOT, capture_output=True, text=True)
-    ids = [line for line in listing.stdout.splitlines() if "::" in line]
+    ids = [line for line in listing.stdout.splitlines() if "::" in line][part - 1::of]
     if not ids:
         print(listing.stdout[-2000:], listing.stderr[-2000:])
         return 1

@@ -9,9 +9,10 @@ LESSON = "05_triton_layernorm"
 F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
 BIG_MEAN = ("These rows have mean 1e4: E[x^2] - E[x]^2 in fp32 cancels every digit of a variance of 1 "
             "(catastrophic cancellation, lesson 02); subtract the mean first (two-pass or Chan's merge)")
-SPIKE = ("One value per row (or per chunk) sits far from the rest: sums of x - x[0] and of its square "
-         "cancel here (s2 - s1^2/n loses most of its bits; so does E[x^2] - E[x]^2). Subtract the mean itself, "
-         "or check for the cancellation and sum again around the mean")
+SPIKE = ("One value per row (or per chunk) sits far from the rest, at its start, middle or end: sums of x - k and "
+         "of its square around one element k of the row (x[0], x[N-1], ...) cancel where k is that value (s2 - "
+         "s1^2/n loses most of its bits; so does E[x^2] - E[x]^2). Subtract the mean itself, or check for the "
+         "cancellation and sum again around the mean")
 TWO_CHUNKS = ("16-bit rows over 32 KB go in two chunks (block_n = next_power_of_2(N) // 2): one chunk of the whole "
               "row needs more registers than a program has, and spills (exercise 4's table)")
 ONE_CHUNK = "up to 128 KB a row is one chunk, block_n = next_power_of_2(N): x is read once from HBM, once from L2"
@@ -37,8 +38,8 @@ COMMON = [
     Spec("64x1151 bf16, fp32 weight and bias", (64, 1151), BF16, weight="fp32", eps=1e-5, seed=4),
     Spec("rows with mean 1e4, std 1 (one-pass variance fails)", (64, 1600), offset=1e4, eps=1e-5,
          atol=1e-2, stat_rtol=5e-5, hint=BIG_MEAN, seed=5),
-    Spec("every row starts with an outlier (x[0] = 10, the rest ~0.01)", (8, 3000), scale=0.01, spike_every=3000,
-         spike=10.0, eps=1e-5, hint=SPIKE, seed=19),
+    Spec("one outlier per row (10, the rest ~0.01): in column 0, 1, N/2 or N-1", (8, 3000), scale=0.01,
+         spike_cols=(0, 1, 1500, -1, 0, 2, 1499, -2), spike=10.0, eps=1e-5, hint=SPIKE, seed=19),
     Spec("fp16 whose squares overflow fp16 (|x|~300)", (33, 1600), F16, scale=300.0, eps=1e-5, seed=6),
     Spec("eps matters: |x|~1e-3, eps=1e-3", (16, 500), eps=1e-3, scale=1e-3, seed=7),
     Spec("zero rows (y = bias, rstd = 1/sqrt(eps))", (9, 100), zero_rows=(2, 5), eps=1e-5, seed=8),
@@ -59,7 +60,7 @@ COMMON = [
 
 LONG = [
     Spec("block_n=256, N=1000 (a partial last chunk)", (12, 1000), eps=1e-5, kwargs={"block_n": 256},
-         launch_args={"BLOCK_N": 256}, launch_why=GIVEN_CHUNK, hint=CHUNKS, chunked=True, seed=40),
+         launch_args={"BLOCK_N": 256}, launch_why=GIVEN_CHUNK, hint=CHUNKS, chunked=True, one_launch=True, seed=40),
     Spec("block_n=1024, N=4097 (one element in the last chunk), then a second call", (5, 4097), F16, eps=1e-5,
          kwargs={"block_n": 1024}, launch_args={"BLOCK_N": 1024}, launch_why=GIVEN_CHUNK, hint=CHUNKS, chunked=True,
          twice=True, seed=41),
@@ -89,14 +90,17 @@ exercise(LESSON, LAYERNORM, "layernorm_fwd", "LayerNorm forward: a tile of rows 
              Spec("N=65536, the largest single block", (2, 65536), eps=1e-5, seed=20),
              Spec("bad input: N=65537 is too long for one block", (2, 65537), bad="too_long", seed=21),
              Spec("rows_per_program=4, M=5 (the last program has 1 row of 4)", (5, 33), eps=1e-5,
-                  kwargs={"rows_per_program": 4}, grid=(2,), grid_why=ROWS_GRID, seed=22),
+                  kwargs={"rows_per_program": 4}, grid=(2,), grid_why=ROWS_GRID, one_launch=True,
+                  launch_args={"BLOCK_N": 64},
+                  launch_why="BLOCK_N = triton.next_power_of_2(N): the tile's columns, no more", seed=22),
              Spec("rows_per_program=16, N=1, M=37", (37, 1), eps=1e-5, kwargs={"rows_per_program": 16}, seed=23),
              Spec("rows_per_program=2, bf16 300x512, strided", (300, 512), BF16, row_pad=8, eps=1e-5,
                   kwargs={"rows_per_program": 2}, seed=24),
          ], far_rows=far_rows(1000, eps=1e-5))
 
 exercise(LESSON, LAYERNORM, "layernorm_fwd_fixed", "LayerNorm forward: the repaired three-pass looped kernel",
-         ("layernorm_fwd_fixed", FIXED), (FIXED,), COMMON + LONG, given=("layernorm_fwd_fixed",))
+         ("layernorm_fwd_fixed", FIXED), (FIXED,), COMMON + LONG, given=("layernorm_fwd_fixed",),
+         read_chunks={"block_n": 256})
 
 READ_TWICE = Spec("block_n=1024, 4x4096 bf16 (4 chunks)", (4, 4096), BF16, eps=1e-5, kwargs={"block_n": 1024},
                   seed=67)
@@ -106,10 +110,10 @@ THIRD_READ = ("the first loop merges each chunk's statistics into the row's (Cha
 exercise(LESSON, LAYERNORM, "layernorm_fwd_looped", "LayerNorm forward: two passes with Chan's merge",
          ("layernorm_fwd_looped", LOOPED), (LOOPED,), COMMON + LONG,
          x_reads=("x read twice, not three times (Chan's merge in the first loop)", READ_TWICE, 2, THIRD_READ),
-         far_rows=far_rows(40000, eps=1e-5), stat_hints={"rstd": (
-             "rstd = 1/sqrt(M2/N + eps): biased variance, M2 over N; M2 from Chan's merge of the chunks: merged into the empty state (n = 0) the "
-             "first chunk must come out as its own mean and M2, as the between-chunk term delta^2 * n * n_c / n' "
-             "vanishes there; a one-chunk row shows that first merge alone")})
+         far_rows=far_rows(40000, eps=1e-5), read_chunks={"block_n": 256}, stat_hints={"rstd": (
+             "rstd = 1/sqrt(M2/N + eps): biased variance, M2 over N, M2 from Chan's merge of the chunks; where rows of "
+             "one chunk are wrong too, look at the first merge: merged into the empty state (n = 0) the first chunk "
+             "must come out as its own mean and M2, as the between-chunk term delta^2 * n * n_c / n' vanishes there")})
 
 exercise(LESSON, LAYERNORM, "layernorm", "LayerNorm forward: a dispatcher for every N",
          ("layernorm",), (TILE, LOOPED, SPLIT),

@@ -10,13 +10,14 @@ from ..rowcases import RMSNORM, ROWS_GRID, SWAPPED, Spec, exercise, far_rows
 LESSON = "04_triton_rmsnorm"
 
 
-def _exercise(id, title, functions, kernels, specs, far_n):
-    return exercise(LESSON, RMSNORM, id, title, functions, kernels, specs, far_rows=far_rows(far_n))
+def _exercise(id, title, functions, kernels, specs, far_n, **more):
+    return exercise(LESSON, RMSNORM, id, title, functions, kernels, specs, far_rows=far_rows(far_n), **more)
 
 
 F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
 ONE_LAUNCH = "one launch of grid (M,): one program per row, all rows at once"
 CHUNK_GIVEN = "a block_n the caller gives is the chunk (BLOCK_N) the kernel loops in"
+WHOLE_ROW = "BLOCK_N = triton.next_power_of_2(N): the row's columns padded to a power of two, no more"
 PERSISTENT_GRID = ("a persistent grid of num_programs programs (never more than M), each looping over rows "
                    "pid, pid + num_programs, ...")
 
@@ -44,7 +45,8 @@ COMMON = [
 _exercise(
     "rmsnorm_fwd", "RMSNorm forward: one row per program",
     ("rmsnorm_fwd", "_rmsnorm_fwd_kernel"), ("_rmsnorm_fwd_kernel",),
-    [replace(s, grid=(1823,), grid_why=ONE_LAUNCH) if s.shape == (1823, 781) else s for s in COMMON] + [
+    [replace(s, grid=(1823,), grid_why=ONE_LAUNCH, one_launch=True) if s.shape == (1823, 781) else
+     replace(s, launch_args={"BLOCK_N": 8}, launch_why=WHOLE_ROW) if s.shape == (1, 7) else s for s in COMMON] + [
         Spec("N=65536, the largest single block", (2, 65536), seed=20),
         Spec("bad input: N=65537 is too long for one block", (2, 65537), bad="too_long", seed=21),
     ], far_n=1000)
@@ -54,7 +56,8 @@ _exercise(
     ("rmsnorm_fwd_rows", "_rmsnorm_fwd_rows_kernel"), ("_rmsnorm_fwd_rows_kernel",),
     COMMON + [
         Spec("rows_per_program=4, M=5 (the last program has 1 row of 4)", (5, 33), kwargs={"rows_per_program": 4},
-             grid=(2,), grid_why=ROWS_GRID, seed=30),
+             grid=(2,), grid_why=ROWS_GRID, launch_args={"BLOCK_N": 64}, launch_why=WHOLE_ROW, one_launch=True,
+             seed=30),
         Spec("rows_per_program=8, M=1023, N=64", (1023, 64), kwargs={"rows_per_program": 8}, grid=(128,),
              grid_why=ROWS_GRID, seed=31),
         Spec("rows_per_program=16, N=1, M=37", (37, 1), kwargs={"rows_per_program": 16}, grid=(3,),
@@ -88,9 +91,13 @@ _exercise(
              seed=42),
         Spec("num_programs=3 for M=10 rows (each program loops)", (10, 300),
              kwargs={"num_programs": 3, "block_n": 128}, grid=(3,), grid_why=PERSISTENT_GRID,
-             launch_args={"BLOCK_N": 128}, launch_why=CHUNK_GIVEN, seed=43),
+             launch_args={"BLOCK_N": 128}, launch_why=CHUNK_GIVEN, one_launch=True, seed=43),
         Spec("bad input: block_n=1000, 0 (powers of two only)", (3, 2000), kwargs={"block_n": 1000},
              bad="kwarg", bad_kwargs=({"block_n": 0},), seed=44),
         Spec("bad input: num_programs=0, 2.5", (3, 200), kwargs={"num_programs": 0}, bad="kwarg",
              bad_kwargs=({"num_programs": 2.5},), seed=45),
-    ], far_n=40000)
+    ], far_n=40000, read_chunks={"block_n": 256},
+    x_reads=("x read twice, not three times (a loop for the sum of squares, one to normalise)",
+             Spec("block_n=1024, 4x4096 bf16 (4 chunks)", (4, 4096), BF16, kwargs={"block_n": 1024}, seed=47), 2,
+             "the first loop sums x^2 chunk by chunk and the second normalises, so x is read twice; a third loop "
+             "over the row (for max|x|, or a second kernel for y) reads it three times from HBM"))
