@@ -80,6 +80,9 @@ ERROR_HINTS = (
     ("'float' object cannot be interpreted as an integer", ": a float reached range() or a size. Are the launch's "
      "arguments in the kernel's order? A kernel whose N comes after eps gets eps as N from a positional launch: "
      "pass N=N by name"),
+    ("cannot be accessed from Triton (cpu tensor?)", ": a tensor in CPU memory reached a kernel on the GPU. Allocate "
+     "the outputs on x's device (torch.empty(..., device=x.device), or torch.empty_like), and give the kernel no "
+     "CPU tensor"),
     ("illegal memory access", ": a read or write outside the tensors: a null weight or bias read without `if (weight)` "
      "/ `if (bias)` (the cases without them), or an index past the row or the last row. The fault breaks every "
      "later CUDA call of this process"),

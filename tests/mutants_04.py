@@ -219,4 +219,10 @@ MUTANTS = [
        "        M, N, x2.stride(0), y.stride(0), eps,\n        BLOCK_N=BLOCK_N, HAS_WEIGHT=weight is not None)\n"
        "    _rmsnorm_fwd_looped_kernel[(min(programs, M),)](\n")],
      "this exercise is one fused kernel"),
+    ("rmsnorm_fwd", "y allocated without device= (in CPU memory while x is on the GPU)",
+     [("    y = torch.empty((M, N), dtype=x.dtype, device=x.device)\n    rstd = torch.empty(M, dtype=torch.float32, "
+       "device=x.device)\n    BLOCK_N = triton.next_power_of_2(N)\n    _rmsnorm_fwd_kernel",
+       "    y = torch.empty((M, N), dtype=x.dtype)\n    rstd = torch.empty(M, dtype=torch.float32, "
+       "device=x.device)\n    BLOCK_N = triton.next_power_of_2(N)\n    _rmsnorm_fwd_kernel")],
+     "Allocate the outputs on x's device", "gpu"),
 ]

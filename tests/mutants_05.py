@@ -271,4 +271,8 @@ MUTANTS = [
      [(FIXED_P3, FIXED_P3.replace("x = tl.load(x_row + cols, mask=cols < N,",
                                   "x = tl.load(x_row + cols, mask=tl.arange(0, BLOCK_N) < N,"))],
      "read out of bounds"),
+    ("layernorm", "short rows go to the tile kernel only from 8 rows on",
+     [("    if row_bytes < 2048 or (x.element_size() == 4 and row_bytes <= 8192):\n",
+       "    if x.numel() >= 8 * x.shape[-1] and (row_bytes < 2048 or (x.element_size() == 4 and row_bytes <= 8192)):\n")],
+     "the dispatcher should launch _layernorm_fwd_kernel"),
 ]

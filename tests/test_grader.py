@@ -504,3 +504,15 @@ def test_a_tile_kernel_under_triton_autotune_scores_full_marks(tmp_path, exercis
     failed = [(c["name"], c["message"]) for c in cases if not c["passed"] and not c["skipped"]]
     assert not failed, failed
     assert sum(c["passed"] for c in cases) >= 25
+
+
+def test_a_cpu_tensor_given_to_a_gpu_kernel_is_told_where_to_allocate():
+    """Outputs allocated without device= reach a GPU kernel from CPU memory (review 04d); Triton's own message asks
+    "(cpu tensor?)", the grader's says where to allocate them."""
+    from autograder.registry import Case
+    from autograder.runner import run_case
+
+    def launch(ns):
+        raise ValueError("Pointer argument (at 1) cannot be accessed from Triton (cpu tensor?)")
+    ok, msg = run_case(Case("a case", launch), {})
+    assert not ok and "device=x.device" in msg and msg.startswith("raised ValueError: Pointer argument")

@@ -123,6 +123,8 @@ exercise(LESSON, LAYERNORM, "layernorm", "LayerNorm forward: a dispatcher for ev
                   "rows of 1 KB), " + ROWS_GRID, seed=50),
              Spec("N=1000 bf16 (2000-byte rows, under 2 KB) goes to the tile kernel", (16, 1000), BF16, eps=1e-5,
                   launches=TILE, seed=68),
+             Spec("N=512 fp16, only 3 rows, still the tile kernel (the rules go by the row, not by M)", (3, 512), F16,
+                  eps=1e-5, launches=TILE, seed=70),
              Spec("N=1024 bf16 (2 KB rows) goes to the looped kernel, one chunk", (16, 1024), BF16, eps=1e-5,
                   launches=LOOPED, launch_args={"BLOCK_N": 1024}, launch_why=ONE_CHUNK + DISPATCHED, seed=60),
              Spec("N=1024 fp32 (4 KB rows) goes to the tile kernel", (16, 1024), eps=1e-5, launches=TILE,
