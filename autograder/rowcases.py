@@ -267,6 +267,14 @@ def judge_run(ex: Exercise, s: Spec, fn, op: Op, ns: dict | None = None) -> tupl
             "x.float(), x.to(...), x.contiguous() or a clone reads and writes all of x once more before the kernel "
             "starts (and in fp32, twice its bytes). Launch on x.reshape(M, N), a view for these rows (whatever their "
             "stride(0)), in x's own dtype"))
+    if not ex.needs_cuda:   # the outputs returned must be the ones the kernel wrote, not a conversion of them
+        made = [name for name, o in zip(op.outputs, out) if isinstance(o, torch.Tensor) and o.numel()
+                and not _launched_on(o, spy.pointers)]
+        if made:
+            return False, (f"returned {', '.join(made)} from memory no kernel was given: a copy of what the kernel "
+                           "wrote (y.to(x.dtype) from an fp32 buffer, .clone(), .contiguous()) writes and reads "
+                           "the output once more after the kernel. Allocate y in x's dtype (rstd in float32), let "
+                           "the kernel store into it, and return it (a reshape of it)")
     if s.twice and (kept := _second_call_overwrites(s, fn, op, out, w, b)):
         return False, kept
     return True, "ok (max abs err " + ", ".join(errs) + ")" + (", and a second call kept them" if s.twice else "")

@@ -268,7 +268,8 @@ NOTHING_STORED = "is the store reached, and is its mask ever true?"   # (a case 
 def _unwritten_hint(unwritten: torch.Tensor, name: str = "y") -> str:
     if bool(unwritten.all()):
         return f"; no element of {name} was written: {NOTHING_STORED}"
-    if unwritten.ndim == 1 and name in PER_ROW:   # the rows are its elements
+    if name in PER_ROW:   # the rows are its elements, in x's row order whatever its shape (x.shape[:-1])
+        unwritten = unwritten.reshape(-1)
         k = int(unwritten.nonzero()[0])
         if bool(unwritten[k:].all()):
             return (f"; unwritten from row {k} on: does every program store this value for each of its own rows "

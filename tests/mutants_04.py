@@ -225,4 +225,16 @@ MUTANTS = [
        "    y = torch.empty((M, N), dtype=x.dtype)\n    rstd = torch.empty(M, dtype=torch.float32, "
        "device=x.device)\n    BLOCK_N = triton.next_power_of_2(N)\n    _rmsnorm_fwd_kernel")],
      "Allocate the outputs on x's device", "gpu"),
+    ("rmsnorm_fwd", "y stored in float32, converted to x's dtype in the launcher (y's bytes moved again)",
+     [("    y = torch.empty((M, N), dtype=x.dtype, device=x.device)\n    rstd = torch.empty(M, dtype=torch.float32, "
+       "device=x.device)\n    BLOCK_N = triton.next_power_of_2(N)\n    _rmsnorm_fwd_kernel[(M,)](\n"
+       "        x2, y, weight if weight is not None else x2, rstd,\n        x2.stride(0), y.stride(0), N, eps,\n"
+       "        BLOCK_N=BLOCK_N, HAS_WEIGHT=weight is not None,\n"
+       "        num_warps=num_warps_for(BLOCK_N, x.element_size()))\n    return y.reshape(x.shape)",
+       "    y = torch.empty((M, N), dtype=torch.float32, device=x.device)\n    rstd = torch.empty(M, dtype=torch.float32, "
+       "device=x.device)\n    BLOCK_N = triton.next_power_of_2(N)\n    _rmsnorm_fwd_kernel[(M,)](\n"
+       "        x2, y, weight if weight is not None else x2, rstd,\n        x2.stride(0), y.stride(0), N, eps,\n"
+       "        BLOCK_N=BLOCK_N, HAS_WEIGHT=weight is not None,\n"
+       "        num_warps=num_warps_for(BLOCK_N, x.element_size()))\n    return y.to(x.dtype).reshape(x.shape)")],
+     "from memory no kernel was given"),
 ]

@@ -275,4 +275,14 @@ MUTANTS = [
      [("    if row_bytes < 2048 or (x.element_size() == 4 and row_bytes <= 8192):\n",
        "    if x.numel() >= 8 * x.shape[-1] and (row_bytes < 2048 or (x.element_size() == 4 and row_bytes <= 8192)):\n")],
      "the dispatcher should launch _layernorm_fwd_kernel"),
+    ("layernorm_fwd", "y stored in float32, converted to x's dtype in the launcher (y's bytes moved again)",
+     [("    y = torch.empty((M, N), dtype=x.dtype, device=x.device)\n    mean = torch.empty(M, dtype=torch.float32, "
+       "device=x.device)\n    rstd = torch.empty(M, dtype=torch.float32, device=x.device)\n"
+       "    BLOCK_N = triton.next_power_of_2(N)\n    _layernorm_fwd_kernel",
+       "    y = torch.empty((M, N), dtype=torch.float32, device=x.device)\n    mean = torch.empty(M, dtype=torch.float32, "
+       "device=x.device)\n    rstd = torch.empty(M, dtype=torch.float32, device=x.device)\n"
+       "    BLOCK_N = triton.next_power_of_2(N)\n    _layernorm_fwd_kernel"),
+      ("        num_warps=num_warps_for(BLOCK_M * BLOCK_N, x.element_size()))\n    return y.reshape(x.shape), mean",
+       "        num_warps=num_warps_for(BLOCK_M * BLOCK_N, x.element_size()))\n    return y.to(x.dtype).reshape(x.shape), mean")],
+     "from memory no kernel was given"),
 ]

@@ -538,6 +538,8 @@ def test_hints_for_rows_of_zeros_one_value_per_row_and_tails_off_a_block_boundar
     rstd_out[:16] = 1.0
     m = compare(rstd_out, torch.ones(40, dtype=torch.float64), TOL, name="rstd").message
     assert "unwritten from row 16 on" in m and "column" not in m
+    m = compare(rstd_out.reshape(4, 10), torch.ones(4, 10, dtype=torch.float64), TOL, name="rstd").message
+    assert "unwritten from row 16 on" in m and "column" not in m   # rstd of a 3-D x: rows in x's order (review 04e)
     m = compare(rstd_out, torch.ones(40, dtype=torch.float64), TOL, name="y").message   # a 1-D y is one row
     assert "every row is unwritten from column 16 on" in m and "from row" not in m
     wide = torch.randn(4, 40, dtype=torch.float64).abs() + 0.5

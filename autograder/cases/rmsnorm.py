@@ -23,7 +23,7 @@ PERSISTENT_GRID = ("a persistent grid of num_programs programs (never more than 
 
 COMMON = [
     Spec("1x1: a single element", (1, 1)),
-    Spec("N=7, one row (N not a power of two)", (1, 7), seed=1),
+    Spec("N=7, one row (N not a power of two: a block of 8)", (1, 7), seed=1),
     Spec("1823x781 fp32", (1823, 781), seed=2),
     Spec("257x781 fp16", (257, 781), F16, seed=3),
     Spec("64x1151 bf16, fp32 weight", (64, 1151), BF16, weight="fp32", seed=4),
