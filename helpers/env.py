@@ -271,32 +271,24 @@ def interpreter_autotunes_without_timing() -> bool:
     lesson 05's section 5 invites to autotune fails every case on a CPU. Here no config is timed (all tie, so the
     first is kept) and the kernel runs once with it: the interpreter has no speed to tune. Returns whether the patch
     is in place."""
-    try:
-        from triton.runtime.autotuner import Autotuner
-    except Exception:
-        return False
-    original = getattr(Autotuner, "_bench", None)
-    if original is None:
-        return False
-    if getattr(original, "course_patch", None) == "autotunes_without_timing":
-        return True
-
-    def _bench(self, *args, config, **meta):
-        return [0.0, 0.0, 0.0]
-    _bench.course_patch, _bench.original = "autotunes_without_timing", original
-    Autotuner._bench = _bench
-    return True
+    def wrap(original):
+        def _bench(self, *args, config, **meta):
+            return [0.0, 0.0, 0.0]
+        return _bench
+    return _patch_interpreter("_bench", "autotunes_without_timing", wrap, owner="Autotuner", module="autotuner")
 
 
-def _patch_interpreter(name: str, tag: str, wrap, owner: str | None = None) -> bool:
-    """Replace `triton.runtime.interpreter.<name>` (or `<owner>.<name>`, a method of that module's class `owner`) with
+def _patch_interpreter(name: str, tag: str, wrap, owner: str | None = None, module: str = "interpreter") -> bool:
+    """Replace `triton.runtime.<module>.<name>` (or `<owner>.<name>`, a method of that module's class `owner`) with
     `wrap(original)`, once (the replacement carries `tag` and `.original`). False where Triton or that function is
     missing: such a Triton is left alone."""
+    import importlib
+
     try:
-        from triton.runtime import interpreter
+        mod = importlib.import_module(f"triton.runtime.{module}")
     except Exception:
         return False
-    where = interpreter if owner is None else getattr(interpreter, owner, None)
+    where = mod if owner is None else getattr(mod, owner, None)
     original = getattr(where, name, None)
     if original is None:
         return False

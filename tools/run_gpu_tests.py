@@ -63,9 +63,9 @@ def main(argv=None) -> int:
     print(f"{len(ids)} GPU tests in {len(parts)} batches, {a.workers} at a time", flush=True)
     start = time.monotonic()
 
-    def run(part: list[str]) -> tuple[int, str, float]:
+    def run(batch_ids: list[str]) -> tuple[int, str, float]:
         t0 = time.monotonic()
-        proc = subprocess.run(PYTEST[:-1] + part, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        proc = subprocess.run(PYTEST[:-1] + batch_ids, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               text=True)
         return proc.returncode, proc.stdout, time.monotonic() - t0
 
