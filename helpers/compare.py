@@ -380,4 +380,12 @@ def _error_hint(act: torch.Tensor, exp: torch.Tensor, bad: torch.Tensor, name: s
         means = e.mean(dim=1).abs()
         if float(means[bad_rows].min()) > 10 * float(means[~bad_rows].max()) > 0:   # by far, not by chance
             return "; only rows with a large mean are wrong: cancellation (use a two-pass or Welford variance)"
+    if name in PER_ROW and x_dtype in (torch.float16, torch.bfloat16):
+        # small next to the statistic's own scale (a mean near 0 has large relative errors from a 16-bit sum):
+        # sums rounded to 16 bits, or a small slip (one element left out) that the float32 cases show as well
+        if float((act - exp).abs()[bad].max()) < 3e-2 * float(exp.abs().max()):
+            dt = str(x_dtype).replace("torch.", "")
+            return (f"; small errors in a float32 statistic of {dt} input: if only the 16-bit cases fail like "
+                    "this, the sums are done in x's dtype. Convert x to float32 right after the load "
+                    "(x.to(tl.float32) in Triton, a float in CUDA C) and accumulate in float32")
     return "."

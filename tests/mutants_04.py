@@ -44,6 +44,8 @@ MUTANTS = [
       (FWD_STORE, "tl.store(Y + row * stride_y + cols, y.to(Y.dtype.element_ty))")], "mask"),
     ("rmsnorm_fwd", "fp16 accumulation",
      [(FWD_LOAD, FWD_LOAD.replace("tl.float32", "tl.float16"))], "overflow"),
+    ("rmsnorm_fwd", "sums in x's 16-bit dtype (no float32 upcast, no overflow)",
+     [(FWD_LOAD, FWD_LOAD.replace(".to(tl.float32)", ""))], "accumulate in float32"),
     ("rmsnorm_fwd", "mean over the block instead of N",
      [("rstd = tl.rsqrt(tl.sum(x * x, axis=0) / N + eps)\n    x = tl.load(",
        "rstd = tl.rsqrt(tl.sum(x * x, axis=0) / BLOCK_N + eps)\n    x = tl.load(")], "constant factor"),

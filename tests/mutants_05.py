@@ -15,6 +15,11 @@ FIXED_P3 = ("        x = tl.load(x_row + cols, mask=cols < N, other=0.0).to(tl.f
             "        tl.store(y_row + cols, y.to(Y.dtype.element_ty), mask=cols < N)")   # the fixed kernel's pass 3
 
 MUTANTS = [
+    ("layernorm_fwd", "mean and variance summed in x's 16-bit dtype (no float32 upcast)",
+     [("    x = tl.load(x_ptrs, mask=mask, other=0.0, eviction_policy=\"evict_last\").to(tl.float32)\n"
+       "    mean = tl.sum(x, axis=1) / N\n",
+       "    x = tl.load(x_ptrs, mask=mask, other=0.0, eviction_policy=\"evict_last\")\n"
+       "    mean = tl.sum(x, axis=1) / N\n")], "accumulate in float32"),
     # --- layernorm_fwd: a tile of rows in registers
     ("layernorm_fwd", "loads without the row mask (the stores keep it): rows past M are read",
      [('    x = tl.load(x_ptrs, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)\n', '    x = tl.load(x_ptrs, mask=col_mask[None, :], other=0.0, eviction_policy="evict_last").to(tl.float32)\n'),

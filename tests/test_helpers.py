@@ -156,6 +156,28 @@ def test_the_large_mean_hint_needs_rows_whose_mean_is_far_larger():
     assert not compare(got, ref, TOL).ok and "large mean" not in m
 
 
+def test_a_statistic_off_by_16_bit_rounding_on_16_bit_input_asks_for_float32_sums():
+    """rstd or mean of an fp16/bf16 x off by rounding of that size (sums in x's dtype) is told to accumulate in
+    float32 (review 04e, F12/L06: the message said only how rstd is defined), also a mean near 0 whose relative
+    errors are large; fp32 input or an error far larger than rounding does not get it."""
+    g = torch.Generator().manual_seed(2)
+    ref = torch.rand(64, dtype=torch.float64, generator=g) + 0.5
+    rounded = ref * (1 + 3e-3 * torch.randn(64, dtype=torch.float64, generator=g))   # a bf16 sum's error
+    tol = tolerance_for("stat", torch.float32)   # statistics are float32 whatever x is
+    for name, x_dtype in (("rstd", torch.bfloat16), ("mean", torch.float16)):
+        m = compare(rounded.float(), ref, tol, name=name, x_dtype=x_dtype).message
+        assert "accumulate in float32" in m and str(x_dtype).replace("torch.", "") + " input" in m, m
+    mean = torch.randn(64, dtype=torch.float64, generator=g) * 0.05   # near 0: a bf16 sum's error is relative to |x|
+    m = compare((mean + 5e-4 * torch.randn(64, dtype=torch.float64, generator=g)).float(), mean, tol, name="mean",
+                x_dtype=torch.bfloat16).message
+    assert "accumulate in float32" in m, m
+    m = compare(rounded.float(), ref, tol, name="rstd", x_dtype=torch.float32).message
+    assert not compare(rounded.float(), ref, tol, name="rstd", x_dtype=torch.float32).ok
+    assert "accumulate in float32" not in m
+    far = ref * (1 + 0.2 * torch.randn(64, dtype=torch.float64, generator=g).abs())   # beyond rounding
+    assert "accumulate in float32" not in compare(far.float(), ref, tol, name="rstd", x_dtype=torch.bfloat16).message
+
+
 def test_compare_bad_arguments():
     with pytest.raises(TypeError):
         compare(torch.ones(1), torch.ones(1), (1e-5, 1e-5))
