@@ -63,6 +63,7 @@ class Spy:
         self.pointers: list[int] = []   # data_ptr() of every tensor given to every Triton launch
         self.counted: list[list] = []   # [first byte, end byte, element loads so far] of each tensor count_loads names
         self.tuning = 0                 # > 0 while triton.autotune times its configs: those launches are not the call's
+        self.count_launched = False     # count_loads on every tensor given to a launch (the outputs, scratch)
 
     def watch(self, name: str, t: torch.Tensor | None) -> None:
         """Report loads in the guard bands around t's elements (t made by guarded_input: its storage is the band)."""
@@ -397,6 +398,12 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN, torch_math: bool = Fals
             tensors = [t for t in (*a, *k.values()) if isinstance(t, torch.Tensor)]
             spy.storages = [(t.untyped_storage().data_ptr(), t.untyped_storage().nbytes()) for t in tensors]
             spy.pointers += [t.data_ptr() for t in tensors]
+            if spy.count_launched:
+                counted = {c[0] for c in spy.counted}
+                for t in tensors:
+                    if t.data_ptr() not in counted:
+                        spy.count_loads(t)
+                        counted.add(t.data_ptr())
             return run(self, *a, **k)
         return wrapper
 

@@ -568,13 +568,16 @@ def judge_x_reads(ex: Exercise, ns: dict, op: Op, s: Spec, most: int, why: str) 
     x, w, b = make_inputs(s, op)
     if on_gpu():
         with loadcheck.recording_launches() as launches:
-            op.call(fn, x, w, b, s.eps, s.kwargs)
+            out = op.call(fn, x, w, b, s.eps, s.kwargs)
         launched = list(dict.fromkeys(launch["kernel"] for launch in launches))
     else:
         with student_call() as spy:
             spy.count_loads(x)
-            op.call(fn, x, w, b, s.eps, s.kwargs)
+            spy.count_launched = True   # y's loads too: an output is written, never read back
+            out = op.call(fn, x, w, b, s.eps, s.kwargs)
         launched = list(spy.launches)
+    y = out[0] if isinstance(out, (tuple, list)) and out else out
+    y = y if isinstance(y, torch.Tensor) and y.numel() and y.data_ptr() != x.data_ptr() else None
     mine, unjudged = _own_kernels(ex, ns, launched)
     if unjudged:
         return False, unjudged
@@ -584,14 +587,18 @@ def judge_x_reads(ex: Exercise, ns: dict, op: Op, s: Spec, most: int, why: str) 
         found = loadcheck.replay_elsewhere(module_text(ns, mine), launches, loads=per_launch)
         if found:
             return False, f"a load or store left its tensor: {found[1]} (the case on loads says more)"
-        first, end = x.data_ptr(), x.data_ptr() + x.element_size() * x.numel()
-        loads = 0
-        for launch, counts in zip(launches, per_launch):
-            named = zip(launch["arg_names"], launch["args"])
-            loads += sum(counts.get(name, 0) for name, a in [*named, *launch["kwargs"].items()]
+
+        def loads_of(t):   # element loads through the pointer arguments that point into t
+            first, end = t.data_ptr(), t.data_ptr() + t.element_size() * t.numel()
+            n = 0
+            for launch, counts in zip(launches, per_launch):
+                named = zip(launch["arg_names"], launch["args"])
+                n += sum(counts.get(name, 0) for name, a in [*named, *launch["kwargs"].items()]
                          if isinstance(a, dict) and first <= a.get("ptr", -1) < end)
+            return n
     else:
-        loads = spy.loads_of(x)
+        loads_of = spy.loads_of
+    loads = loads_of(x)
     shape = "x".join(map(str, s.shape))
     reads = loads / x.numel()
     if reads < 1:
@@ -600,6 +607,11 @@ def judge_x_reads(ex: Exercise, ns: dict, op: Op, s: Spec, most: int, why: str) 
     if reads > most + 1e-9:
         return False, (f"the kernels read x {reads:.3g} times ({loads} element loads for {shape}), at most {most} "
                        f"here: {why}")
+    y_loads = loads_of(y) if y is not None else 0
+    if y_loads:
+        return False, (f"the kernels loaded y back ({y_loads} element loads for {shape}): y is an output, written "
+                       "once and never read. A pass that stores into y and reloads it (y as scratch between the "
+                       "loops) moves y's bytes three times where reading x again moves them once")
     return True, f"ok: x read {reads:.3g} times ({s.name})"
 
 

@@ -129,6 +129,16 @@ MUTANTS = [
     ("rmsnorm_fwd_looped", "one program per row (not a persistent grid)",
      [("_rmsnorm_fwd_looped_kernel[(min(programs, M),)](", "_rmsnorm_fwd_looped_kernel[(M,)](")],
      "a persistent grid of num_programs programs"),
+    ("rmsnorm_fwd_looped", "y as scratch: pass 1 stores x into y, pass 2 reloads y and scales it",
+     [("            x = tl.load(x_row + cols, mask=cols < N, other=0.0, eviction_policy=\"evict_last\").to(tl.float32)\n"
+       "            acc += x * x\n",
+       "            x = tl.load(x_row + cols, mask=cols < N, other=0.0, eviction_policy=\"evict_last\").to(tl.float32)\n"
+       "            acc += x * x\n"
+       "            tl.store(y_row + cols, x.to(Y.dtype.element_ty), mask=cols < N)\n"),
+      ("            x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy=\"evict_first\").to(tl.float32)\n"
+       "            y = x * rstd\n",
+       "            x = tl.load(y_row + cols, mask=mask, other=0.0).to(tl.float32)\n"
+       "            y = x * rstd\n")], "loaded y back"),
     ("rmsnorm_fwd_looped", "fp16 accumulation",
      [(LOOP_P2, LOOP_P2.replace("tl.float32", "tl.float16")),
       ("x = tl.load(x_row + cols, mask=cols < N, other=0.0, eviction_policy=\"evict_last\").to(tl.float32)",
