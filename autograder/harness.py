@@ -145,6 +145,14 @@ class Spy:
         return None
 
 
+def _lanes(mask):
+    """The boolean lanes of an interpreted load's or store's mask: a TensorHandle (pointer tensors), or a bare
+    NumPy array (block pointers and tensor descriptors: materialize_pointers returns one, whose .data is a
+    memoryview)."""
+    import numpy as np
+    return np.asarray(mask if isinstance(mask, np.ndarray) else mask.data).astype(bool)
+
+
 def _size(args) -> tuple | None:
     if len(args) == 1 and isinstance(args[0], (tuple, list, torch.Size)):
         args = tuple(args[0])
@@ -440,7 +448,7 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN, torch_math: bool = Fals
         # the kernel would overwrite the grader's memory (or crash it), so it is refused before it is made
         @functools.wraps(store)
         def wrapper(self, ptrs, value, mask, *a, **k):
-            addresses = ptrs.data[mask.data.astype(bool)] if mask is not None else ptrs.data.ravel()
+            addresses = ptrs.data[_lanes(mask)] if mask is not None else ptrs.data.ravel()
             spy.check_store(addresses, max(1, ptrs.dtype.element_ty.primitive_bitwidth // 8))
             return store(self, ptrs, value, mask, *a, **k)
         return wrapper
@@ -449,7 +457,7 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN, torch_math: bool = Fals
         # Triton's interpreter: pointers are host addresses; lanes whose mask is off are not read
         @functools.wraps(load)
         def wrapper(self, ptrs, mask, *a, **k):
-            spy.check_load(ptrs.data[mask.data.astype(bool)] if mask is not None else ptrs.data.ravel())
+            spy.check_load(ptrs.data[_lanes(mask)] if mask is not None else ptrs.data.ravel())
             return load(self, ptrs, mask, *a, **k)
         return wrapper
 

@@ -114,6 +114,7 @@ def replay(job_path: str, out_path: str) -> None:
     from triton.runtime.interpreter import InterpreterBuilder
 
     from autograder.gpu_compile import jit_source
+    from autograder.harness import _lanes
 
     job = torch.load(job_path, weights_only=False)
     kernels = jit_source(job["text"], "replay")
@@ -122,7 +123,7 @@ def replay(job_path: str, out_path: str) -> None:
     def checked(method, verb):
         def wrapper(self, ptrs, *rest, **kw):
             mask = rest[0] if verb == "tl.load" else rest[1]
-            lanes = ptrs.data[mask.data.astype(bool)] if mask is not None else ptrs.data
+            lanes = ptrs.data[_lanes(mask)] if mask is not None else ptrs.data   # block pointers: a bare array
             where = _where(lanes, state["spans"])
             if where:
                 raise OutOfBounds(verb, f"a {verb} in {state['kernel']} reached {where}")

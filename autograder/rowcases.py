@@ -157,6 +157,8 @@ def judge_run(ex: Exercise, s: Spec, fn, op: Op, ns: dict | None = None) -> tupl
             spy.watch(name, t)
         out = op.call(fn, x, w, b, s.eps, s.kwargs)
         _sync()
+    if isinstance(out, list):   # [y, mean, rstd]: the same outputs as a tuple (compare_outputs takes both)
+        out = tuple(out)
     if spy.forbidden:
         return False, (f"called {spy.forbidden[0]}: this exercise is about writing the kernel; "
                        f"launch {ex.kernels[0]} instead (scores zero)")
@@ -191,7 +193,8 @@ def judge_run(ex: Exercise, s: Spec, fn, op: Op, ns: dict | None = None) -> tupl
         ran = ", ".join(f"{k} ({n}x)" for k, n in spy.launches.items() if n)
         return False, (f"one call launched {ran}: this exercise is one fused kernel, {ex.kernels[0]}, launched once "
                        "per call (a second kernel that normalises with statistics the first one stored reads x "
-                       "from HBM again, and a launch whose result is thrown away doubles the work)")
+                       "from HBM again, a launch whose result is thrown away doubles the work, and a second launch "
+                       "for the rows left over is not needed: one grid with the row mask covers every row)")
     if s.launch_args:
         kernel = s.launches or ex.kernels[0]
         for got in spy.args.get(kernel, []):
@@ -236,8 +239,10 @@ def judge_run(ex: Exercise, s: Spec, fn, op: Op, ns: dict | None = None) -> tupl
                               device=device())
     for name, r in zip(op.outputs, results):
         if not r:
-            hint = op.stat_hints.get(name)
-            msg = r.message + (f" ({hint})" if hint else "")
+            wrong_kind = r.message.startswith(tuple(f"{name}: {w}" for w in ("shape", "dtype", "on ", "expected a",
+                                                                               "got None")))
+            hint = None if wrong_kind else op.stat_hints.get(name)   # a shape's failure is not the formula's
+            msg = r.message + (f" ({hint})" if hint else "") + _swapped_stats_hint(op, name, out, refs)
             if name == "y" and len(op.outputs) > 1:   # say where the error is: in the statistics, or after them
                 stats = list(zip(op.outputs[1:], results[1:]))
                 wrong = [rs.message for _, rs in stats if not rs]
@@ -557,6 +562,21 @@ def judge_reads(ex: Exercise, ns: dict, op: Op, chunked: dict | None = None) -> 
 X_READS_POINTS = 2
 
 
+def _swapped_stats_hint(op: Op, name: str, out, refs) -> str:
+    """' | mean holds rstd's values ...' where a statistic's values are another statistic's reference: the two
+    stores, or the two output arguments of the launch, swapped."""
+    if name not in op.outputs[1:] or not isinstance(out, tuple) or len(out) != len(op.outputs):
+        return ""
+    got = out[op.outputs.index(name)]
+    for other in op.outputs[1:]:
+        ref = refs[op.outputs.index(other)]
+        if (other != name and isinstance(got, torch.Tensor) and got.shape == ref.shape and got.numel()
+                and torch.allclose(got.detach().double().cpu(), ref.double().cpu(), rtol=1e-3, atol=1e-6)):
+            return (f" | {name} holds {other}'s values: are the two stores (or the launch's {name} and {other} "
+                    "arguments) swapped?")
+    return ""
+
+
 def judge_x_reads(ex: Exercise, ns: dict, op: Op, s: Spec, most: int, why: str) -> tuple[bool, str]:
     """The launcher's kernels load each element of a contiguous x at least once and at most `most` times on
     average, counted in the interpreter (here, or for compiled kernels by replaying the recorded launches in
@@ -605,8 +625,11 @@ def judge_x_reads(ex: Exercise, ns: dict, op: Op, s: Spec, most: int, why: str) 
         return False, (f"the kernels loaded {loads} elements of x, fewer than its {x.numel()} ({shape}): the kernel "
                        "must read x itself, every element (a copy of x made in the launcher, or a row left out?)")
     if reads > most + 1e-9:
-        return False, (f"the kernels read x {reads:.3g} times ({loads} element loads for {shape}), at most {most} "
-                       f"here: {why}")
+        extra = loads - most * x.numel()
+        return False, (f"the kernels read x {reads:.4g} times ({loads} element loads for {shape}: {extra} more than "
+                       f"{most} reads of its {x.numel()} elements), at most {most} here: {why}"
+                       + (" (a few extra loads: a scalar tl.load of one element per chunk, x[off], counts too; "
+                          "take it from the chunk already loaded)" if extra < x.numel() // 100 else ""))
     y_loads = loads_of(y) if y is not None else 0
     if y_loads:
         return False, (f"the kernels loaded y back ({y_loads} element loads for {shape}): y is an output, written "

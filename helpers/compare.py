@@ -201,7 +201,10 @@ def compare(actual, expected: torch.Tensor, tol: Tolerance, *, name: str = "y",
     if not isinstance(actual, torch.Tensor):
         return CompareResult(False, f"{name}: expected a torch.Tensor, got {type(actual).__name__}")
     if tuple(actual.shape) != tuple(expected.shape):
-        return CompareResult(False, f"{name}: shape {tuple(actual.shape)}, expected {tuple(expected.shape)}")
+        keepdim = tuple(actual.shape) == tuple(expected.shape) + (1,)
+        return CompareResult(False, f"{name}: shape {tuple(actual.shape)}, expected {tuple(expected.shape)}"
+                             + ("; a trailing 1 (keepdim): one value per row has x.shape[:-1], the rows' own shape"
+                                if keepdim and name in PER_ROW else ""))
     if dtype is not None and actual.dtype != dtype:
         return CompareResult(False, f"{name}: dtype {actual.dtype}, expected {dtype}")
     if device is not None and actual.device.type != torch.device(device).type:
@@ -302,6 +305,9 @@ def _nonfinite_hint(name: str, wrong: torch.Tensor, x_dtype: torch.dtype | None,
     if name == "rstd" and op == "rmsnorm":   # a mean of squares is never negative
         return (". NaN/Inf: the rsqrt of 0 (eps left out of rsqrt(mean(x^2) + eps)), or a NaN read from memory "
                 "outside the row (masks, strides)?")
+    if name == "rstd" and bool(torch.isinf(wrong).all()) and bool((wrong > 0).all()):
+        return (". Inf: the rsqrt of 0, a variance of exactly 0 (a constant or all-zero row) with eps left out: "
+                "rstd = 1/sqrt(var + eps), eps inside the root" + outside)
     if name == "rstd" or bool(torch.isnan(wrong).all()):
         return (". NaN: the rsqrt of a negative variance? E[x^2] - mean^2, or a correction "
                 "subtracted after the sum, can cancel below zero (subtract the mean before squaring)" + outside)
@@ -336,7 +342,8 @@ def _error_hint(act: torch.Tensor, exp: torch.Tensor, bad: torch.Tensor, name: s
                 and float(b[bad_rows][:, c:].float().mean()) > 0.9):
             return (f"; only columns >= {c} are wrong: check the column mask (cols < N in Triton; in CUDA C the "
                     "bound on the index, and that threads past the row still join the reduction instead of "
-                    "returning) and the last chunk of the row")
+                    "returning) and the last chunk of the row; if the statistics are right, the offsets of the later "
+                    "chunks: x, y, weight and bias each at the chunk's columns (off + tl.arange in Triton)")
     # every bad row scaled by one factor -> the normaliser (eps, N) is wrong
     if n_cols > 1 and bad_rows.any():
         sel = bad_rows & (e.abs() > 1e-6).all(dim=1)
@@ -383,9 +390,12 @@ def _error_hint(act: torch.Tensor, exp: torch.Tensor, bad: torch.Tensor, name: s
     if name in PER_ROW and x_dtype in (torch.float16, torch.bfloat16):
         # small next to the statistic's own scale (a mean near 0 has large relative errors from a 16-bit sum):
         # sums rounded to 16 bits, or a small slip (one element left out) that the float32 cases show as well
-        if float((act - exp).abs()[bad].max()) < 3e-2 * float(exp.abs().max()):
+        # ... and larger than float32 rounding (1e-6 of the scale: a sum around one element of the row, k + s1/N,
+        # loses bits of k at that size, with x converted to float32 all along)
+        if 1e-4 * float(exp.abs().max()) < float((act - exp).abs()[bad].max()) < 3e-2 * float(exp.abs().max()):
             dt = str(x_dtype).replace("torch.", "")
             return (f"; small errors in a float32 statistic of {dt} input: if only the 16-bit cases fail like "
-                    "this, the sums are done in x's dtype. Convert x to float32 right after the load "
-                    "(x.to(tl.float32) in Triton, a float in CUDA C) and accumulate in float32")
+                    "this, the sums are done in x's dtype (convert x to float32 right after the load: "
+                    "x.to(tl.float32) in Triton, a float in CUDA C, and accumulate in float32), or the statistic is "
+                    f"rounded to {dt} before its float32 store (no .to(Y.dtype.element_ty) on {name})")
     return "."

@@ -14,6 +14,8 @@ FIXED_P3 = ("        x = tl.load(x_row + cols, mask=cols < N, other=0.0).to(tl.f
             "        if HAS_BIAS:\n            y = y + tl.load(B + cols, mask=cols < N, other=0.0).to(tl.float32)\n"
             "        tl.store(y_row + cols, y.to(Y.dtype.element_ty), mask=cols < N)")   # the fixed kernel's pass 3
 
+LOOPED_HEAD = ("    # Launcher: one program per row, chunks of BLOCK_N, N passed as a compile-time constant.\n"
+               "    M, N = helpers.check_rows_input(x, weight, eps, bias=bias)\n")
 MUTANTS = [
     ("layernorm_fwd", "mean and variance summed in x's 16-bit dtype (no float32 upcast)",
      [("    x = tl.load(x_ptrs, mask=mask, other=0.0, eviction_policy=\"evict_last\").to(tl.float32)\n"
@@ -290,4 +292,36 @@ MUTANTS = [
       ("        num_warps=num_warps_for(BLOCK_M * BLOCK_N, x.element_size()))\n    return y.reshape(x.shape), mean",
        "        num_warps=num_warps_for(BLOCK_M * BLOCK_N, x.element_size()))\n    return y.to(x.dtype).reshape(x.shape), mean")],
      "from memory no kernel was given"),
+    # review 05e
+    ("layernorm_fwd_looped", "default chunk of 16 KB whatever the row (a row of 100 gets 8192 lanes)",
+     [(LOOPED_HEAD + "    BLOCK_N = block_n_for(N, x.element_size()) if block_n is None else block_n\n",
+       LOOPED_HEAD + "    BLOCK_N = 16384 // x.element_size() if block_n is None else block_n\n")],
+     "not 16 KB of them"),
+    ("layernorm_fwd_looped", "default chunk sized for 2-byte elements whatever x's dtype",
+     [(LOOPED_HEAD + "    BLOCK_N = block_n_for(N, x.element_size()) if block_n is None else block_n\n",
+       LOOPED_HEAD + "    BLOCK_N = block_n_for(N, 2) if block_n is None else block_n\n")],
+     "the element size is x's, not 2"),
+    ("layernorm_fwd_looped", "a scalar load of x[off] per chunk (shifted sums): a few loads more than two reads",
+     [("        mean_c = tl.sum(x, axis=0) / n_c\n        d = tl.where(mask, x - mean_c, 0.0)\n",
+       "        k = tl.load(x_row + off).to(tl.float32)\n"
+       "        mean_c = k + tl.sum(tl.where(mask, x - k, 0.0), axis=0) / n_c\n        d = tl.where(mask, x - mean_c, 0.0)\n")],
+     "a few extra loads"),
+    ("layernorm", "N taken as x.numel() // x.shape[0] (a 3-D x routed by its last two dims together)",
+     [("    N = x.shape[-1]\n", "    N = x.numel() // x.shape[0]\n")],
+     "for N=300 the dispatcher should launch _layernorm_fwd_kernel"),
+    ("layernorm_fwd", "eps left out of the stored rstd (only y has it)",
+     [("    rstd = tl.rsqrt(tl.sum(xc * xc, axis=1) / N + eps)\n",
+       "    var = tl.sum(xc * xc, axis=1) / N\n    rstd = tl.rsqrt(var)\n"),
+      ("    y = (x - mean[:, None]) * rstd[:, None]\n", "    y = (x - mean[:, None]) * tl.rsqrt(var + eps)[:, None]\n")],
+     "Inf: the rsqrt of 0"),
+    ("layernorm_fwd", "mean and rstd stored into each other's buffers",
+     [(TILE_STORE_MEAN + "    tl.store(RSTD + rows, rstd, mask=row_mask)\n",
+       "    tl.store(MEAN + rows, rstd, mask=row_mask)\n    tl.store(RSTD + rows, mean, mask=row_mask)\n")],
+     "mean holds rstd's values"),
+    ("layernorm_fwd", "mean and rstd returned with a trailing 1 (keepdim, as torch.native_layer_norm)",
+     [("        num_warps=num_warps_for(BLOCK_M * BLOCK_N, x.element_size()))\n"
+       "    return y.reshape(x.shape), mean.reshape(x.shape[:-1]), rstd.reshape(x.shape[:-1])\n",
+       "        num_warps=num_warps_for(BLOCK_M * BLOCK_N, x.element_size()))\n"
+       "    return y.reshape(x.shape), mean.reshape(*x.shape[:-1], 1), rstd.reshape(*x.shape[:-1], 1)\n")],
+     "a trailing 1 (keepdim)"),
 ]

@@ -159,7 +159,8 @@ def test_the_large_mean_hint_needs_rows_whose_mean_is_far_larger():
 def test_a_statistic_off_by_16_bit_rounding_on_16_bit_input_asks_for_float32_sums():
     """rstd or mean of an fp16/bf16 x off by rounding of that size (sums in x's dtype) is told to accumulate in
     float32 (review 04e, F12/L06: the message said only how rstd is defined), also a mean near 0 whose relative
-    errors are large; fp32 input or an error far larger than rounding does not get it."""
+    errors are large; fp32 input, an error of float32 rounding's size (review 05e: shifted sums k + s1/N in fp32)
+    or an error far larger than 16-bit rounding does not get it."""
     g = torch.Generator().manual_seed(2)
     ref = torch.rand(64, dtype=torch.float64, generator=g) + 0.5
     rounded = ref * (1 + 3e-3 * torch.randn(64, dtype=torch.float64, generator=g))   # a bf16 sum's error
@@ -174,6 +175,9 @@ def test_a_statistic_off_by_16_bit_rounding_on_16_bit_input_asks_for_float32_sum
     m = compare(rounded.float(), ref, tol, name="rstd", x_dtype=torch.float32).message
     assert not compare(rounded.float(), ref, tol, name="rstd", x_dtype=torch.float32).ok
     assert "accumulate in float32" not in m
+    tiny = ref * (1 + 3e-6 * torch.randn(64, dtype=torch.float64, generator=g))   # float32 rounding (review 05e)
+    m = compare(tiny.float(), ref, Tolerance(atol=0, rtol=1e-7), name="rstd", x_dtype=torch.float16).message
+    assert "elements off" in m and "accumulate in float32" not in m, m
     far = ref * (1 + 0.2 * torch.randn(64, dtype=torch.float64, generator=g).abs())   # beyond rounding
     assert "accumulate in float32" not in compare(far.float(), ref, tol, name="rstd", x_dtype=torch.bfloat16).message
 

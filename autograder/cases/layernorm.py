@@ -1,6 +1,8 @@
 """Hidden cases of lesson 05 (Triton fused LayerNorm forward); the machinery is in autograder/rowcases.py."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 
 from ..rowcases import LAYERNORM, ROWS_GRID, SWAPPED, Spec, exercise, far_rows
@@ -20,9 +22,15 @@ GIVEN_CHUNK = ("the block_n given is the chunk: launch the kernel with BLOCK_N=b
                "the loop and Chan's merge, and spills registers on a GPU)")
 DEFAULT_CHUNK = ("block_n=None takes block_n_for(N, 2) = 8192: 16 KB chunks, never the whole row (one block of "
                  "131072 values spills registers on a GPU)")
+DEFAULT_SHORT = ("block_n=None takes block_n_for(N, x.element_size()) = min(next_power_of_2(N), 16 KB of elements): a "
+                 "short row is one chunk of next_power_of_2(N) lanes, not 16 KB of them")
+DEFAULT_FP32 = ("block_n=None takes block_n_for(N, x.element_size()): 16 KB chunks, 4096 fp32 values (8192 bf16); the "
+                "element size is x's, not 2")
 CHUNKS = ("Right when the row is one chunk, wrong over several: look at what carries from one chunk to the next (the "
           "running sums; Chan's merge: mean += delta * n_c / n', M2 += M2_c + delta^2 * n * n_c / n') and at the last, "
           "partial chunk (its count n_c and its mask)")
+CHUNKS_FIXED = ("Right when the row is one chunk, wrong over several: look at each loop's chunks, the sums carried "
+                "from one chunk to the next and the last, partial chunk (its mask, in every loop)")
 SPLIT_DEFAULT = ("the split kernel with its default chunk (SPLIT_CHUNK = 8192 elements a program): a whole-row chunk "
                  "is one program per row holding 128 KB or more (it spills), a short one makes thousands of programs "
                  "wait on each other")
@@ -80,6 +88,10 @@ LONG = [
          seed=49),
     Spec("N=131072 bf16 (longer than any single block), the default chunk", (2, 131072), BF16, eps=1e-5,
          launch_args={"BLOCK_N": 8192}, launch_why=DEFAULT_CHUNK, seed=43),
+    Spec("N=100 bf16, the default chunk (block_n_for: 128, no longer than the row)", (4, 100), BF16, eps=1e-5,
+         launch_args={"BLOCK_N": 128}, launch_why=DEFAULT_SHORT, seed=73),
+    Spec("N=5000 fp32, the default chunk (16 KB of fp32: 4096)", (3, 5000), eps=1e-5, launch_args={"BLOCK_N": 4096},
+         launch_why=DEFAULT_FP32, seed=74),
     Spec("bad input: block_n=1000 (not a power of two)", (3, 2000), kwargs={"block_n": 1000}, bad="kwarg",
          seed=44),
 ]
@@ -99,7 +111,9 @@ exercise(LESSON, LAYERNORM, "layernorm_fwd", "LayerNorm forward: a tile of rows 
          ], far_rows=far_rows(1000, eps=1e-5))
 
 exercise(LESSON, LAYERNORM, "layernorm_fwd_fixed", "LayerNorm forward: the repaired three-pass looped kernel",
-         ("layernorm_fwd_fixed", FIXED), (FIXED,), COMMON + LONG, given=("layernorm_fwd_fixed",),
+         ("layernorm_fwd_fixed", FIXED), (FIXED,),
+         COMMON + [replace(s, hint=CHUNKS_FIXED) if s.hint == CHUNKS else s for s in LONG],   # three loops, no merge
+         given=("layernorm_fwd_fixed",),
          read_chunks={"block_n": 256})
 
 READ_TWICE = Spec("block_n=1024, 4x4096 bf16 (4 chunks)", (4, 4096), BF16, eps=1e-5, kwargs={"block_n": 1024},
@@ -117,7 +131,8 @@ exercise(LESSON, LAYERNORM, "layernorm_fwd_looped", "LayerNorm forward: two pass
 
 exercise(LESSON, LAYERNORM, "layernorm", "LayerNorm forward: a dispatcher for every N",
          ("layernorm",), (TILE, LOOPED, SPLIT),
-         [s for s in COMMON if not s.bad] + [
+         # the 3-D cases are routed too: N is x.shape[-1] (300: the tile), whatever the leading dims
+         [replace(s, launches=TILE) if len(s.shape) == 3 else s for s in COMMON if not s.bad] + [
              Spec("N=512 bf16 (1 KB rows) goes to the tile kernel", (64, 512), BF16, eps=1e-5, launches=TILE,
                   grid=(16,), grid_why="the tile kernel with its own rows per program (rows_per_program_for: 4 "
                   "rows of 1 KB), " + ROWS_GRID, seed=50),
