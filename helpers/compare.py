@@ -201,10 +201,13 @@ def compare(actual, expected: torch.Tensor, tol: Tolerance, *, name: str = "y",
     if not isinstance(actual, torch.Tensor):
         return CompareResult(False, f"{name}: expected a torch.Tensor, got {type(actual).__name__}")
     if tuple(actual.shape) != tuple(expected.shape):
-        keepdim = tuple(actual.shape) == tuple(expected.shape) + (1,)
-        return CompareResult(False, f"{name}: shape {tuple(actual.shape)}, expected {tuple(expected.shape)}"
-                             + ("; a trailing 1 (keepdim): one value per row has x.shape[:-1], the rows' own shape"
-                                if keepdim and name in PER_ROW else ""))
+        note = ""
+        if name in PER_ROW and expected.dim() and tuple(actual.shape) == tuple(expected.shape) + (1,):
+            note = "; a trailing 1 (keepdim): one value per row has x.shape[:-1], the rows' own shape"
+        elif name in PER_ROW and actual.numel() == expected.numel():
+            note = (f"; return {name}.reshape(x.shape[:-1]): one value per row in the rows' own shape (a 1-D x has a "
+                    "0-dim statistic, a 3-D x of (B, T, N) has (B, T))")
+        return CompareResult(False, f"{name}: shape {tuple(actual.shape)}, expected {tuple(expected.shape)}{note}")
     if dtype is not None and actual.dtype != dtype:
         return CompareResult(False, f"{name}: dtype {actual.dtype}, expected {dtype}")
     if device is not None and actual.device.type != torch.device(device).type:
@@ -372,6 +375,11 @@ def _error_hint(act: torch.Tensor, exp: torch.Tensor, bad: torch.Tensor, name: s
                             "whenever the max grows, in the per-element update and in the merge")
                 return (f"; {where}: the normaliser is wrong. Is eps inside the square root, do you divide "
                         "by N (not the padded block size), and is the variance itself right?")
+    rb, eb = act[bad], exp[bad]
+    if name == "rstd" and bool((eb != 0).all()) and bool(((rb * eb - 1).abs() < 1e-3).all()) \
+            and bool(((rb - eb).abs() > 1e-2 * eb.abs()).all()):
+        return ("; rstd holds 1/rstd, sqrt(var + eps): the standard deviation. Store its reciprocal "
+                "(tl.rsqrt(var + eps) in Triton, rsqrtf in CUDA C)")
     if name == "rstd" and op == "rmsnorm" and bool((act[bad] < exp[bad]).all()):
         return ("; rstd is too small wherever it is wrong: the mean of squares came out too large. Padded lanes in "
                 "the sum of squares? Load them as 0 (other=0.0 in Triton, a bound on the index in CUDA C); or a "

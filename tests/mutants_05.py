@@ -324,4 +324,10 @@ MUTANTS = [
        "        num_warps=num_warps_for(BLOCK_M * BLOCK_N, x.element_size()))\n"
        "    return y.reshape(x.shape), mean.reshape(*x.shape[:-1], 1), rstd.reshape(*x.shape[:-1], 1)\n")],
      "a trailing 1 (keepdim)"),
+    ("layernorm_fwd", "the tile loaded again for the variance (three reads: mean, variance, y)",
+     [("    mean = tl.sum(x, axis=1) / N\n    xc = tl.where(mask, x - mean[:, None], 0.0)\n",
+       "    mean = tl.sum(x, axis=1) / N\n"
+       "    x = tl.load(x_ptrs, mask=mask, other=0.0, eviction_policy=\"evict_last\").to(tl.float32)\n"
+       "    xc = tl.where(mask, x - mean[:, None], 0.0)\n")],
+     "the kernels read x 3 times"),
 ]

@@ -182,6 +182,22 @@ def test_a_statistic_off_by_16_bit_rounding_on_16_bit_input_asks_for_float32_sum
     assert "accumulate in float32" not in compare(far.float(), ref, tol, name="rstd", x_dtype=torch.bfloat16).message
 
 
+def test_statistics_of_the_wrong_shape_or_holding_the_standard_deviation_are_named():
+    """Review 05e: (M, 1) statistics (keepdim), an (M,) buffer not reshaped to x.shape[:-1] (1-D and 3-D x), and
+    an rstd that holds sqrt(var + eps) get notes that say so; y of a wrong shape gets none of them."""
+    keep = compare(torch.zeros(4, 9, 1), torch.zeros(4, 9, dtype=torch.float64), TOL, name="rstd").message
+    assert "trailing 1 (keepdim)" in keep
+    for got, want in ((torch.zeros(1), torch.tensor(0.5, dtype=torch.float64)),
+                      (torch.zeros(36), torch.zeros(4, 9, dtype=torch.float64))):
+        m = compare(got, want, TOL, name="mean").message
+        assert "reshape(x.shape[:-1])" in m and "keepdim" not in m, m
+    assert "keepdim" not in compare(torch.zeros(4, 9, 1), torch.zeros(4, 9, dtype=torch.float64), TOL).message
+    e = torch.rand(5, dtype=torch.float64, generator=torch.Generator().manual_seed(3)) * 3 + 0.2
+    assert "the standard deviation" in compare((1 / e).float(), e, TOL, name="rstd", op="layernorm").message
+    near = e * (1 + 1e-4)   # a small error of rstd, whose product with the reference is near 1 where it is near 1
+    assert "standard deviation" not in compare(near.float(), e, TOL, name="rstd", op="layernorm").message
+
+
 def test_compare_bad_arguments():
     with pytest.raises(TypeError):
         compare(torch.ones(1), torch.ones(1), (1e-5, 1e-5))

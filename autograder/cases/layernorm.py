@@ -108,7 +108,11 @@ exercise(LESSON, LAYERNORM, "layernorm_fwd", "LayerNorm forward: a tile of rows 
              Spec("rows_per_program=16, N=1, M=37", (37, 1), eps=1e-5, kwargs={"rows_per_program": 16}, seed=23),
              Spec("rows_per_program=2, bf16 300x512, strided", (300, 512), BF16, row_pad=8, eps=1e-5,
                   kwargs={"rows_per_program": 2}, seed=24),
-         ], far_rows=far_rows(1000, eps=1e-5))
+         ], far_rows=far_rows(1000, eps=1e-5),
+         x_reads=("the tile read at most twice (mean and variance from the same loaded values)",
+                  Spec("64x512 bf16, 4 rows per program", (64, 512), BF16, eps=1e-5, seed=75), 2,
+                  "the mean and the variance are two reductions over the tile already in registers, then y reads it "
+                  "again (or keeps it): a load for the mean and another for the variance read it three times"))
 
 exercise(LESSON, LAYERNORM, "layernorm_fwd_fixed", "LayerNorm forward: the repaired three-pass looped kernel",
          ("layernorm_fwd_fixed", FIXED), (FIXED,),
