@@ -315,6 +315,9 @@ def _second_call_overwrites(s: Spec, fn, op: Op, out: tuple, w, b) -> str:
             "PyTorch's caching allocator reuses freed memory without a cudaMalloc")
 
 
+Y_FROM_STATS = "the error is in how y is formed from them, or where it is stored (y's offsets and row stride)"
+
+
 def _y_error_source(op: Op, out: tuple, refs: tuple, x0, w0, b0) -> str:
     """Where y's error comes from when every statistic passed its own tolerance: y formed in float64 from the
     student's statistics is as wrong as the student's y (a small error in them that y magnifies, up to |x - mean|
@@ -327,13 +330,13 @@ def _y_error_source(op: Op, out: tuple, refs: tuple, x0, w0, b0) -> str:
         from_stats = (op.y_of_stats(x, w, b, *stats) - ref).abs().nan_to_num(float("inf")).max().item()
         yours = (out[0].detach().double().cpu().reshape(x0.shape) - ref).abs().nan_to_num(float("inf")).max().item()
     except (RuntimeError, TypeError, AttributeError):   # shapes or types the comparison has already judged
-        return f" ({names} right: the error is in how y is formed from them)"
+        return f" ({names} right: {Y_FROM_STATS})"
     if from_stats >= 0.5 * yours:
         return (f" ({names} pass their own tolerance, but y formed from them in float64 is off by up to "
                 f"{from_stats:.3g}, as yours is (up to {yours:.3g}): a small error in the statistics grows in y, by "
                 "up to |x - mean| * rstd * weight. Is eps added once, inside the root, and are the sums taken in "
                 "float32?)")
-    return f" ({names} right: the error is in how y is formed from them)"
+    return f" ({names} right: {Y_FROM_STATS})"
 
 
 def _launched_on(x: torch.Tensor, pointers: list[int]) -> bool:

@@ -330,4 +330,8 @@ MUTANTS = [
        "    x = tl.load(x_ptrs, mask=mask, other=0.0, eviction_policy=\"evict_last\").to(tl.float32)\n"
        "    xc = tl.where(mask, x - mean[:, None], 0.0)\n")],
      "the kernels read x 3 times"),
+    ("layernorm", "the tile's rows per program sized for 2-byte elements whatever x's dtype",
+     [("        return layernorm_fwd(x, weight, bias, eps)\n",
+       "        return layernorm_fwd(x, weight, bias, eps, rows_per_program=rows_per_program_for(N, 2))\n")],
+     "rows_per_program_for(N, x.element_size())"),
 ]

@@ -135,8 +135,12 @@ exercise(LESSON, LAYERNORM, "layernorm_fwd_looped", "LayerNorm forward: two pass
 
 exercise(LESSON, LAYERNORM, "layernorm", "LayerNorm forward: a dispatcher for every N",
          ("layernorm",), (TILE, LOOPED, SPLIT),
-         # the 3-D cases are routed too: N is x.shape[-1] (300: the tile), whatever the leading dims
-         [replace(s, launches=TILE) if len(s.shape) == 3 else s for s in COMMON if not s.bad] + [
+         # the 3-D cases are routed too: N is x.shape[-1] (300: the tile), whatever the leading dims; fp32 rows of
+         # 500 get the tile kernel's own rows per program (2, from x's element size: a grid of 8 for 16 rows)
+         [replace(s, launches=TILE) if len(s.shape) == 3 else
+          replace(s, launches=TILE, grid=(8,), grid_why="the tile kernel with rows_per_program_for(N, "
+                  "x.element_size()): 2 fp32 rows of 2 KB, " + ROWS_GRID) if s.name.startswith("eps matters") else s
+          for s in COMMON if not s.bad] + [
              Spec("N=512 bf16 (1 KB rows) goes to the tile kernel", (64, 512), BF16, eps=1e-5, launches=TILE,
                   grid=(16,), grid_why="the tile kernel with its own rows per program (rows_per_program_for: 4 "
                   "rows of 1 KB), " + ROWS_GRID, seed=50),
