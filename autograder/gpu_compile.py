@@ -124,9 +124,7 @@ def recording_launches(record=None):
     except ImportError:
         Autotuner = None
     bench = getattr(Autotuner, "_bench", None)
-
-    def untimed(self, *args, config, **meta):
-        return [0.0, 0.0, 0.0]
+    from helpers.env import untimed_autotune_bench as untimed
 
     saved = (GridExecutor.__call__, JITFunction.run)
     GridExecutor.__call__, JITFunction.run = interpreted, compiled

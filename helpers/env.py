@@ -271,11 +271,14 @@ def interpreter_autotunes_without_timing() -> bool:
     lesson 05's section 5 invites to autotune fails every case on a CPU. Here no config is timed (all tie, so the
     first is kept) and the kernel runs once with it: the interpreter has no speed to tune. Returns whether the patch
     is in place."""
-    def wrap(original):
-        def _bench(self, *args, config, **meta):
-            return [0.0, 0.0, 0.0]
-        return _bench
-    return _patch_interpreter("_bench", "autotunes_without_timing", wrap, owner="Autotuner", module="autotuner")
+    return _patch_interpreter("_bench", "autotunes_without_timing", lambda original: untimed_autotune_bench,
+                              owner="Autotuner", module="autotuner")
+
+
+def untimed_autotune_bench(self, *args, config, **meta):
+    """Autotuner._bench without timing: every config ties (the autotuner keeps the first), nothing runs. Where
+    nothing can be timed: the interpreter, and the grader's recording of launches (autograder/gpu_compile.py)."""
+    return [0.0, 0.0, 0.0]
 
 
 def _patch_interpreter(name: str, tag: str, wrap, owner: str | None = None, module: str = "interpreter") -> bool:
