@@ -37,6 +37,15 @@ def extent(t: torch.Tensor) -> int:
     return 1 + sum((n - 1) * s for n, s in zip(t.shape, t.stride()))
 
 
+def tensor_of(a) -> torch.Tensor | None:
+    """The tensor a kernel argument points into: a tensor itself, or the one a `triton.reinterpret(t, dtype)`
+    wrapper (Triton's TensorWrapper: `.base` and a tl dtype) views; None for anything else."""
+    if isinstance(a, torch.Tensor):
+        return a
+    base = getattr(a, "base", None)
+    return base if type(a).__name__ == "TensorWrapper" and isinstance(base, torch.Tensor) else None
+
+
 def read_out_of_bounds(what: str) -> str:
     """The message for a load outside its tensor; what: "a tl.load reached past the last element of x"."""
     return (f"read out of bounds: {what} (rows past M or columns past N loaded without their mask; the interpreter "
@@ -403,7 +412,7 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN, torch_math: bool = Fals
             spy.grids.setdefault(name, []).append(_grid3(k.get("grid", getattr(self, "grid", None)),
                                                          getattr(self, "arg_names", ()), a, k))
             spy.args.setdefault(name, []).append(_int_args(getattr(self, "arg_names", ()), a, k))
-            tensors = [t for t in (*a, *k.values()) if isinstance(t, torch.Tensor)]
+            tensors = [t for t in map(tensor_of, (*a, *k.values())) if t is not None]
             spy.storages = [(t.untyped_storage().data_ptr(), t.untyped_storage().nbytes()) for t in tensors]
             spy.pointers += [t.data_ptr() for t in tensors]
             if spy.count_launched:

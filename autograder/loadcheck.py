@@ -33,11 +33,13 @@ def _pack(a):
     are."""
     import torch
 
-    from .harness import extent
+    from .harness import extent, tensor_of
 
-    if isinstance(a, torch.Tensor):
-        flat = torch.as_strided(a, (extent(a),), (1,), a.storage_offset()).detach().cpu().clone()
-        return {"tensor": flat, "shape": tuple(a.shape), "stride": tuple(a.stride()), "ptr": a.data_ptr()}
+    t = tensor_of(a)
+    if t is not None:   # a triton.reinterpret wrapper keeps its tl dtype, replayed through the same call
+        flat = torch.as_strided(t, (extent(t),), (1,), t.storage_offset()).detach().cpu().clone()
+        return {"tensor": flat, "shape": tuple(t.shape), "stride": tuple(t.stride()), "ptr": t.data_ptr(),
+                "reinterpret": None if t is a else str(a.dtype)}
     return getattr(a, "value", a) if type(a).__name__ == "constexpr" else a
 
 
@@ -111,6 +113,8 @@ def replay(job_path: str, out_path: str) -> None:
     import torch
 
     import helpers  # noqa: F401  (the interpreter's set-up, as in grading on a CPU: bf16 rounding, NumPy 2.4 loops)
+    import triton
+    import triton.language as tl
     from triton.runtime.interpreter import InterpreterBuilder
 
     from autograder.gpu_compile import jit_source
@@ -143,7 +147,7 @@ def replay(job_path: str, out_path: str) -> None:
                 torch.empty(a["shape"], dtype=flat.dtype)
             if flat.numel():
                 spans.append((name, flat.data_ptr(), flat.data_ptr() + flat.numel() * flat.element_size()))
-            return t
+            return triton.reinterpret(t, tl.dtype(a["reinterpret"])) if a.get("reinterpret") else t
         return a
 
     problem = None

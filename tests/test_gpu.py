@@ -75,6 +75,18 @@ def test_an_autotuned_tile_kernel_full_marks_on_gpu(tmp_path, exercise):
     assert ex["earned"] == ex["possible"], out[-4000:]
 
 
+@pytest.mark.parametrize("variant", ["block pointers", "a list returned", "y through triton.reinterpret"])
+def test_correct_tile_kernels_written_otherwise_full_marks_on_gpu(tmp_path, variant):
+    """Review 05e's false fails, compiled: block pointers (also in the load-count replay), a list returned, and y
+    through triton.reinterpret (the compile case's signature and the replay keep its tl dtype)."""
+    from test_grader import CORRECT_TILES
+    report, out = run_cli(write_variant(tmp_path, CORRECT_TILES[variant],
+                                        src=ROOT / "solutions" / "05_triton_layernorm.ipynb"),
+                          "--exercise", "layernorm_fwd")
+    (ex,) = report["notebooks"][0]["exercises"]
+    assert ex["earned"] == ex["possible"], out[-4000:]
+
+
 def test_autotuned_tile_is_correct_and_keeps_to_fitting_tiles():
     """Lesson 05 section 5's autotuning wrapper: right numbers (bias only, non-power-of-two N), a chosen config
     from the pruned set, its tuning logged once per key."""

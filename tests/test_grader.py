@@ -523,12 +523,22 @@ LIST_RETURN = [("        num_warps=num_warps_for(BLOCK_M * BLOCK_N, x.element_si
                 "        num_warps=num_warps_for(BLOCK_M * BLOCK_N, x.element_size()))\n"
                 "    return [y.reshape(x.shape), mean.reshape(x.shape[:-1]), rstd.reshape(x.shape[:-1])]\n")]
 
+REINTERPRET_Y = [   # review 05e T10: an older idiom, still in Triton
+    ("    _layernorm_fwd_kernel[(triton.cdiv(M, BLOCK_M),)](\n        x2, y, x2 if weight is None else weight,",
+     "    _layernorm_fwd_kernel[(triton.cdiv(M, BLOCK_M),)](\n"
+     "        x2, triton.reinterpret(y, {torch.float32: tl.float32, torch.float16: tl.float16,\n"
+     "                                   torch.bfloat16: tl.bfloat16}[y.dtype]),\n"
+     "        x2 if weight is None else weight,")]
+CORRECT_TILES = {"block pointers": BLOCK_POINTER_TILE, "a list returned": LIST_RETURN,
+                 "y through triton.reinterpret": REINTERPRET_Y}
 
-@pytest.mark.parametrize("variant", ["block pointers", "a list returned"])
+
+@pytest.mark.parametrize("variant", CORRECT_TILES)
 def test_correct_tile_kernels_written_otherwise_score_full_marks(tmp_path, variant):
     """Review 05e: a tile kernel through tl.make_block_ptr crashed the grader's load checks (the interpreter hands
-    them a bare NumPy mask: 2/34), and a launcher returning [y, mean, rstd] scored 6/34 ("must return a tuple")."""
-    edits = {"block pointers": BLOCK_POINTER_TILE, "a list returned": LIST_RETURN}[variant]
+    them a bare NumPy mask: 2/34), a launcher returning [y, mean, rstd] scored 6/34 ("must return a tuple"), and y
+    passed as triton.reinterpret(y, its tl dtype) 0/34 (its stores "outside every tensor given to the kernel")."""
+    edits = CORRECT_TILES[variant]
     ns, errors = load(write_variant(tmp_path, edits, src=ROOT / "solutions" / "05_triton_layernorm.ipynb"))
     assert not errors, errors
     ex = get("layernorm_fwd")
