@@ -96,9 +96,9 @@ def _call(ex_id: str, fn, *args, may_change=(), names=None, **kwargs):
 
 def _unchanged(name: str, x, before) -> None:
     if x is not None and not torch.equal(x.detach(), before):
-        raise Fail(f"your function changed its input {name} in place: for a float32 x, x.to(torch.float32) is x "
-                   "itself, not a copy, so xf.sub_(mean) or xf.mul_(...) write into the caller's tensor; use "
-                   "out-of-place ops (xf - mean)")
+        raise Fail(f"your function changed its input {name} in place: for a float32 (or float64) x, "
+                   "x.to(compute_dtype(x)) is x itself, not a copy, so xf.sub_(mean) or xf.mul_(...) write into the "
+                   "caller's tensor; use out-of-place ops (xf - mean)")
 
 
 def _no_forbidden(ex_id: str, spy) -> None:
@@ -141,10 +141,14 @@ def _close(got, ref: torch.Tensor, dtype, name: str, tol=None) -> str | None:
 def _matches(got, alt: torch.Tensor, dtype) -> bool:
     if not isinstance(got, torch.Tensor) or tuple(got.shape) != tuple(alt.shape):
         return False
-    if not torch.isfinite(alt).all():
-        return False
     tol = TOL[dtype]
     a = got.detach().to(F64)
+    fin = torch.isfinite(alt)
+    if not fin.all():   # a mistake that makes NaN (rsqrt of a negative "variance"): NaN at the same places, the rest close
+        if not torch.equal(torch.isfinite(a), fin) or not torch.equal(torch.isnan(a), torch.isnan(alt)) or \
+                not torch.equal(a[torch.isinf(a)], alt[torch.isinf(alt)]):
+            return False
+        a, alt = a[fin], alt[fin]
     return bool(((a - alt).abs() <= 2 * tol.atol + 2 * tol.rtol * alt.abs()).all())
 
 
@@ -214,6 +218,22 @@ def _bias_dropped(y_hat, w, b):
     if b is None or w is not None:
         return None
     return (y_hat, "the output without the bias: weight=None does not mean bias=None; apply each on its own")
+
+
+def _order_alts(xd, mean, var, eps, w, b, aff, shape=None, reshape=None, swapped=True) -> list:
+    """(float64 output, hint) of two slips of order: torch.var_mean's (var, mean) unpacked as (mean, var), and the
+    affine step done as (y + bias) * weight. reshape: applied to a normalized output before the affine (group)."""
+    back = reshape or (lambda t: t)
+    alts = [(aff(back((xd - var) / torch.sqrt(mean + eps))),
+             "the mean and the variance swapped: torch.var_mean returns (var, mean), in that order "
+             "(var, mean = torch.var_mean(...)); yours subtracts the variance and divides by sqrt(mean + eps)")] \
+        if swapped else []
+    if w is not None and b is not None:
+        y_hat = back((xd - mean) / torch.sqrt(var + eps))
+        bb, ww = (b.to(F64), w.to(F64)) if shape is None else (b.to(F64).reshape(shape), w.to(F64).reshape(shape))
+        alts.append(((y_hat + bb) * ww, "the affine step in the wrong order, (y + bias) * weight: scale first, then "
+                                         "shift, y * weight + bias"))
+    return alts
 
 
 def _step_alts(normalize, eps, aff, w, root: str) -> list:
@@ -404,6 +424,7 @@ def _bn_alts(x, rm, rv, w, b, training, eps, updated=None):
                          "normalizing with the running statistics in training: with training=True normalize with "
                          "the batch's mean and biased variance; the running statistics are only updated"))
     alts += _step_alts(lambda e: (xd - used[0]) / torch.sqrt(used[1] + e), eps, aff, w, "var")
+    alts += _order_alts(xd, used[0], used[1], eps, w, b, aff, cs, swapped=training)
     dropped = _bias_dropped((xd - used[0]) / torch.sqrt(used[1] + eps), w, b)
     return alts + ([dropped] if dropped else [])
 
@@ -553,6 +574,54 @@ def _bn_fine_case(name, shape, training, seed) -> Case:
     return Case(name, run)
 
 
+def _empty_batch_case(ex_id: str, name: str, shape, groups=None, dtype=F32, seed=0) -> Case:
+    """An empty batch (N = 0) is not an error in PyTorch: F.batch_norm (training or eval), F.group_norm and
+    F.instance_norm return an empty y of x's shape and dtype, and batch_norm leaves the running statistics as they
+    were (the mean of no values is NaN: an update would write it into them). ex_id: batch_norm, group_norm or
+    instance_norm (graded in the group_norm exercise)."""
+    def body(ns):
+        C = shape[1]
+        if ex_id == "batch_norm":
+            _sanity(lambda: _bn_case(BN("sanity", (4, 3), seed=seed)).run(ns))
+        else:
+            _sanity(lambda: _gn_case(GN("sanity", (2, 4, 3), None if groups is None else 2, seed=seed)).run(ns))
+        g = _gen(seed)
+        x = _x(shape, dtype, g)
+        w, b = _affine_params(C, dtype, g, "both")
+        rm, rv = torch.full((C,), 0.5), torch.full((C,), 2.0)
+        fn = ns[ex_id]
+        if ex_id == "batch_norm":
+            args, names = (x, rm, rv, w, b, True, 0.1, 1e-5), ("x", "running_mean", "running_var", "weight", "bias")
+        elif ex_id == "group_norm":
+            args, names = (x, groups, w, b, 1e-5), ("x", "num_groups", "weight", "bias")
+        else:
+            args, names = (x, w, b, 1e-5), ("x", "weight", "bias")
+        torch_fn = "F.instance_norm" if ex_id == "instance_norm" else f"F.{ex_id}"
+        try:
+            y = _call("group_norm" if ex_id == "instance_norm" else ex_id, fn, *args, may_change=(rm, rv),
+                      names=names)
+        except Fail:
+            raise
+        except Exception as e:  # noqa: BLE001
+            why = (" (x.reshape(N, G, -1) cannot work out the -1 from 0 elements: return early when x.numel() == 0, "
+                   "or give the size, (C // G) times the spatial size)" if "reshape" in str(e) else
+                   " (only m = 1 is the 'more than 1 value per channel' error; m = 0 is an empty batch)"
+                   if ex_id == "batch_norm" else "")
+            raise Fail(f"raised {type(e).__name__} ({str(e)[:80]}) on an empty batch, x of shape {shape}: {torch_fn} "
+                       f"returns an empty y of x's shape and dtype{why}") from None
+        if not isinstance(y, torch.Tensor) or tuple(y.shape) != tuple(shape) or y.dtype != dtype:
+            got = (f"shape {tuple(y.shape)}, {_dt(y.dtype)}" if isinstance(y, torch.Tensor) else type(y).__name__)
+            raise Fail(f"an empty batch, x of shape {shape} ({_dt(dtype)}): got {got}; {torch_fn} returns an empty y "
+                       "of x's shape and dtype")
+        if ex_id == "batch_norm" and (not torch.equal(rm, torch.full((C,), 0.5))
+                                      or not torch.equal(rv, torch.full((C,), 2.0))):
+            raise Fail(f"an empty batch, x of shape {shape}, in training changed running_mean/running_var (to "
+                       f"{rm[0].item():.3g}, {rv[0].item():.3g}: the mean of no values is NaN): F.batch_norm leaves "
+                       "them as they were when there are no values to average; update only a batch with values")
+        return True, "ok (an empty y, " + ("running statistics unchanged)" if ex_id == "batch_norm" else "as PyTorch)")
+    return Case(name, _run(body))
+
+
 BN_CASES = [
     _bn_case(BN("BN1d (N, C) = (7, 5), train, affine", (7, 5), seed=1)),
     _bn_case(BN("BN1d (N, C, L) = (4, 3, 11), train, no affine", (4, 3, 11), affine=False, seed=2)),
@@ -580,6 +649,7 @@ BN_CASES = [
     _bn_case(BN("eval: bf16 x and bf16 running stats (read them, leave them as they are)", (6, 8, 10), BF16,
                 training=False, scale=2.0, offset=1.0, seed=26)),
     _bn_case(BN("channels_last memory, BN2d (2, 5, 4, 3)", (2, 5, 4, 3), channels_last=True, seed=14)),
+    _bn_case(BN("bf16, no affine (weight = bias = None): y in bf16 too", (6, 4, 5), BF16, affine=False, seed=27)),
     _bn_case(BN("gradients (float64, train): x, weight, bias", (5, 3, 4), F64, grad=True, seed=15)),
     _bn_case(BN("gradients (float64, eval, 3 channels)", (4, 3, 5), F64, training=False, grad=True, seed=16)),
     _bn_error_case("batch of one (1, 6) in training: ValueError", (1, 6), seed=17),
@@ -587,6 +657,8 @@ BN_CASES = [
     _bn_error_case("(1, 6) in training without running stats: ValueError too", (1, 6), seed=25, running=False),
     _bn_fine_case("(1, 6, 5) in training is fine (5 values per channel)", (1, 6, 5), True, 19),
     _bn_fine_case("batch of one (1, 6) in eval is fine", (1, 6), False, 20),
+    _empty_batch_case("batch_norm", "an empty batch (0, 4, 5) in training: an empty y, running stats unchanged",
+                      (0, 4, 5), seed=28),
 ]
 
 _exercise("batch_norm", "batch_norm: F.batch_norm rebuilt (train/eval, running stats)", ("batch_norm",), BN_CASES,
@@ -782,6 +854,39 @@ def _bnm_load_state_case(name, seed) -> Case:
     return Case(name, _run(body))
 
 
+def _bnm_resume_case(name, seed) -> Case:
+    """momentum=None resumed from a checkpoint: the cumulative factor counts from the loaded num_batches_tracked."""
+    def body(ns):
+        C, shape, kwargs = 3, (6, 3, 4), {"momentum": None}
+        ref = nn.BatchNorm1d(C, **kwargs).to(F64)
+        g = _gen(seed)
+        for k in range(3):
+            ref(_x(shape, F64, g, 1.0 + k, 0.5 * k))
+        mod = _new_module(ns, C, kwargs, F64)
+        try:
+            mod.load_state_dict(ref.state_dict())
+        except Exception as e:  # noqa: BLE001
+            raise Fail(f"load_state_dict(nn.BatchNorm1d(...).state_dict()) failed: {str(e)[:160]}") from None
+        for k, mode in enumerate("tte"):
+            mod.train(mode == "t")
+            ref.train(mode == "t")
+            x = _x(shape, F64, g, 2.0, 1.0 + k)
+            with student_call(forbidden=FORBIDDEN, python_calls=True) as spy:
+                y = mod(x)
+            _no_forbidden("batch_norm_module", spy)
+            yd = ref(x)
+            where = f"after step {k + 1} ({'train' if mode == 't' else 'eval'}) of 'tte', resumed at 3 batches"
+            try:
+                _compare_state(mod, ref, F64, where, kwargs)
+            except Fail as e:
+                raise Fail(f"{e}. After load_state_dict the count is the loaded num_batches_tracked (3 here): the "
+                           "momentum=None factor is 1 / num_batches_tracked, read from the buffer, not from a counter "
+                           "of your own") from None
+            _judge(y, yd, F64, f"y {where}")
+        return True, "ok"
+    return Case(name, _run(body))
+
+
 def _bnm_bad_channels_case(name, seed) -> Case:
     def body(ns):
         _sanity(lambda: _bnm_case(BNM("sanity", (4, 3), steps="t", seed=seed)).run(ns))
@@ -832,6 +937,7 @@ BNM_CASES = [
     _bnm_case(BNM("gradients through a training step (float64)", (5, 3, 4), steps="t", dtype=F64, grad=True,
                   seed=11)),
     _bnm_load_state_case("load_state_dict from nn.BatchNorm2d, then eval", 12),
+    _bnm_resume_case("momentum=None resumed from a state_dict (3 batches), then t t e", 16),
     _bnm_bad_channels_case("wrong channel count: ValueError", 13),
     _bnm_batch_of_one_case("(1, C): ValueError in training, fine in eval", 14),
 ]
@@ -891,6 +997,7 @@ def _ln_alts(kind, x, w, b, k, eps):
                          "statistics over the last dim only: normalized_shape has "
                          f"{k} dims, so reduce over the last {k} dims of x"))
         alts += _step_alts(lambda e: (xd - mean) / torch.sqrt(vb + e), eps, aff, w, "var")
+        alts += _order_alts(xd, mean, vb, eps, w, b, aff)
         dropped = _bias_dropped((xd - mean) / torch.sqrt(vb + eps), w, b)
         if dropped:
             alts.append(dropped)
@@ -951,6 +1058,10 @@ def _ln_case(kind: str, s: LN) -> Case:
                                 f"eps = torch.finfo({_dt(s.dtype)}).eps: with eps=None PyTorch uses the epsilon of "
                                 "the dtype the math runs in, torch.finfo(float32).eps for fp16/bf16/fp32 inputs "
                                 "(float64's for float64)"))
+            for fixed in (1e-6, 1e-5):
+                alts.append((F.rms_norm(x0.to(F64), tshape, None if w0 is None else w0.to(F64), fixed),
+                             f"eps = {fixed:g}, a fixed number: eps=None means the machine epsilon of the compute "
+                             "dtype, torch.finfo(compute_dtype(x)).eps"))
             alts.insert(0, (F.rms_norm(x0.to(F64), tshape, None if w0 is None else w0.to(F64), 0.0),
                             "eps = 0 (or eps outside the square root, the same for so small an eps): eps=None "
                             "means the machine epsilon of the compute dtype, torch.finfo(compute_dtype(x)).eps, "
@@ -1012,6 +1123,8 @@ LN_CASES = [
     _ln_case("layer", LN("bf16 |x| ~ 300: float32 math, not fp16 (squares overflow fp16)", (8, 160), 160, BF16,
                          scale=300.0, seed=17)),
     _ln_case("layer", LN("constant rows: y = bias (var = 0)", (3, 33), 33, const=3.0, seed=10)),
+    _ln_case("layer", LN("fp16, no affine (weight = bias = None): y in fp16 too", (6, 40), 40, F16, weight=False,
+                         bias=False, seed=19)),
     _ln_case("layer", LN("1-D x (640,), normalized_shape 640", (640,), 640, seed=11)),
     _ln_case("layer", LN("normalized size 1: y = bias", (7, 1), 1, seed=12)),
     _ln_case("layer", LN("gradients (float64), tuple shape", (3, 4, 5), (4, 5), F64, grad=True, seed=13)),
@@ -1043,6 +1156,7 @@ RMS_CASES = [
                        seed=29)),
     _ln_case("rms", LN("mean ~5: no mean is subtracted", (6, 50), 50, eps=1e-6, offset=5.0, seed=30)),
     _ln_case("rms", LN("zero rows: y = 0", (3, 20), 20, eps=1e-6, const=0.0, seed=31)),
+    _ln_case("rms", LN("bf16, no weight: y in bf16 too", (6, 40), 40, BF16, weight=False, eps=1e-6, seed=39)),
     _ln_case("rms", LN("1-D x (100,)", (100,), 100, weight=False, eps=1e-6, seed=32)),
     _ln_case("rms", LN("gradients (float64), tuple shape, weight", (3, 4, 5), (4, 5), F64, eps=1e-6, grad=True,
                        seed=33)),
@@ -1103,6 +1217,7 @@ def _gn_alts(x, G, w, b, eps):
         alts.append((y * wg.reshape(cs) + bg.reshape(cs),
                      "a weight per group: GroupNorm's weight and bias are per channel, shape (C,)"))
     alts += _step_alts(lambda e: ((xg - mean) / torch.sqrt(vb + e)).reshape(x.shape), eps, aff, w, "var")
+    alts += _order_alts(xg, mean, vb, eps, w, b, aff, cs, reshape=lambda t: t.reshape(x.shape))
     dropped = _bias_dropped(((xg - mean) / torch.sqrt(vb + eps)).reshape(x.shape), w, b)
     return alts + ([dropped] if dropped else [])
 
@@ -1144,7 +1259,12 @@ def _gn_case(s: GN) -> Case:
             hint = "inputs with a large mean: compute in float32 (x.to(compute_dtype(x))), return y.to(x.dtype)"
         if hint is None and s.dtype == F16:
             hint = F16_HINT
-        _judge(y, yd, s.dtype, "y", alts=_gn_alts(x0, G, w0, b0, s.eps), extra_hint=hint)
+        alts = _gn_alts(x0, G, w0, b0, s.eps)
+        if inst and s.eps != 1e-5:
+            alts.insert(0, (F.instance_norm(x0.to(F64), weight=None if w0 is None else w0.to(F64),
+                                            bias=None if b0 is None else b0.to(F64), eps=1e-5),
+                            "group_norm's default eps, 1e-5: instance_norm must pass its eps on to group_norm"))
+        _judge(y, yd, s.dtype, "y", alts=alts, extra_hint=hint)
         if inst and len(calls) != 1:
             said = ("never called group_norm (or called it under another name)" if not calls
                     else f"called group_norm {len(calls)} times")
@@ -1184,6 +1304,8 @@ GN_CASES = [
     _gn_case(GN("weight only (bias=None), G=2, (3, 4, 5)", (3, 4, 5), 2, params="weight", seed=17)),
     _gn_case(GN("bias only (weight=None), G=3, (2, 6, 4)", (2, 6, 4), 3, params="bias", seed=18)),
     _gn_case(GN("channels_last memory (2, 6, 4, 5), G=3", (2, 6, 4, 5), 3, channels_last=True, seed=23)),
+    _gn_case(GN("bf16, no affine (weight = bias = None), G=3: y in bf16 too", (2, 6, 5), 3, BF16, affine=False,
+                seed=24)),
     _gn_bad_case("C=6 not divisible by G=4: ValueError", (2, 6, 2), 4,
                  "GroupNorm with 6 channels and 4 groups; (N, 4, -1) reshapes fine but mixes groups",
                  must_say="divisible", seed=11),
@@ -1201,6 +1323,9 @@ GN_CASES = [
                  "1 spatial element when training, ...')", must_say="spatial", seed=19),
     _gn_case(GN("instance_norm (2, 3, 5, 1): 5 spatial elements, fine", (2, 3, 5, 1), None, seed=20)),
     _gn_case(GN("instance_norm (2, 3, 1, 5): 5 spatial elements, fine", (2, 3, 1, 5), None, seed=21)),
+    _gn_case(GN("instance_norm eps=1e-2 on |x| ~ 0.1 (pass eps on)", (2, 3, 6), None, eps=1e-2, scale=0.1, seed=25)),
+    _empty_batch_case("group_norm", "an empty batch (0, 6, 5), G=3, bf16: an empty y", (0, 6, 5), 3, BF16, seed=26),
+    _empty_batch_case("instance_norm", "instance_norm of an empty batch (0, 3, 4): an empty y", (0, 3, 4), seed=27),
 ]
 
 _exercise("group_norm", "group_norm, and instance_norm through it", ("group_norm", "instance_norm"), GN_CASES,
@@ -1237,11 +1362,14 @@ def _normalize_case(name, shape, dims, dtype=F32, eps=1e-5, center=True, scale=1
             alts.append(((xd - mean) / (torch.sqrt(xd.var(cd, keepdim=True, correction=0)) + eps),
                          "eps added outside the square root: use (x - mean) / sqrt(var + eps)"))
             alts.append((_norm_ref(x0, cd, eps, False), "center=False: with center=True, subtract the mean"))
+            alts += _order_alts(xd, mean, xd.var(cd, keepdim=True, correction=0), eps, None, None, lambda t: t)
         else:
             alts.append((_norm_ref(x0, cd, eps, True), "center=True: with center=False, do not subtract the mean "
                                                        "(RMS: x / sqrt(mean(x^2) + eps))"))
             alts.append((xd / (torch.sqrt(xd.square().mean(cd, keepdim=True)) + eps),
                          "eps added outside the square root: use x / sqrt(mean(x^2) + eps)"))
+        alts.append((_norm_ref(x0, cd, 0.0, center), "no eps: it belongs inside the square root, sqrt(" +
+                     ("var" if center else "mean(x^2)") + " + eps)"))
         hint = None
         if offset and dtype == BF16:
             hint = "bf16 inputs with a large mean: compute in float32 (x.to(compute_dtype(x))), return out.to(x.dtype)"
@@ -1368,6 +1496,8 @@ NORMALIZE_CASES = [
                   scale=0.1, seed=22)),
     _via_case(VIA("via: rms, normalized_shape (6,) of (2, 3, 4, 6), eps=1e-2 on |x| ~ 0.1", "rms", (2, 3, 4, 6),
                   nshape=(6,), eps=1e-2, scale=0.1, seed=23)),
+    _via_case(VIA("via: rms, normalized_shape (4, 6) of (2, 3, 4, 6) (two dims)", "rms", (2, 3, 4, 6),
+                  nshape=(4, 6), seed=24)),
 ]
 
 _exercise("normalize", "normalize: the one function behind every norm", ("normalize", "norm_via_normalize"),
