@@ -331,4 +331,10 @@ MUTANTS += [
     ('group_norm', 'review 01d F9: an empty batch through reshape(N, G, -1)',
      [('    if x.numel() == 0:                               # an empty batch: reshape(0, G, -1) cannot infer the -1\n        return torch.empty_like(x)\n', '')],
      'cannot work out the -1'),
+    ('rms_norm', 'review 01d r03: the mean of squares as a sum over the normalized dims / x.shape[-1]',
+     [('    y = xf * torch.rsqrt(xf.square().mean(dim=dims, keepdim=True) + eps)\n', '    y = xf * torch.rsqrt(xf.square().sum(dim=dims, keepdim=True) / x.shape[-1] + eps)\n')],
+     'divided by x.shape[-1] only'),
+    ('batch_norm', "review 01d b05: m from the visible check's 3-D shape, N * x.shape[2]",
+     [('    m = x.numel() // x.shape[1]                      # values per channel\n', '    m = x.shape[0] * (x.shape[2] if x.ndim > 2 else 1)\n')],
+     'm counts every dim but the channels'),
 ]

@@ -508,6 +508,11 @@ def _bn_case(s: BN) -> Case:
                                    "eps added into the batch variance before the running update: running_var gets "
                                    "the unbiased batch variance itself; eps belongs only in sqrt(var + eps)"))
                     n = xs.shape[0]
+                    if xs.ndim > 3 and 1 < n * xs.shape[2] != m:
+                        n2 = n * xs.shape[2]
+                        v_alts.append(((1 - mom) * rv_prev_d + mom * bv * n2 / (n2 - 1),
+                                       f"the unbiased correction with m = N * x.shape[2] = {n2}: m counts every dim "
+                                       f"but the channels, x.numel() // C = {m} here"))
                     if 1 < n != m:
                         v_alts.append(((1 - mom) * rv_prev_d + mom * bv * n / (n - 1),
                                        f"the unbiased correction with the batch size, N / (N - 1): m is the number "
@@ -1016,6 +1021,9 @@ def _ln_alts(kind, x, w, b, k, eps):
             alts.append((aff(xd / torch.sqrt(ms1 + eps)),
                          f"statistics over the last dim only: normalized_shape has {k} dims, so reduce over the last "
                          f"{k} dims of x"))
+            alts.append((aff(xd / torch.sqrt(xd.square().sum(dims, keepdim=True) / x.shape[-1] + eps)),
+                         f"the sum of squares over the last {k} dims divided by x.shape[-1] only: the mean divides "
+                         f"by every normalized element, {math.prod(x.shape[x.ndim - k:])} here (or use .mean(dims))"))
         alts += _step_alts(lambda e: xd / torch.sqrt(ms + e), eps, aff, w, "mean(x^2)")
     return alts
 
