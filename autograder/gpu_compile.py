@@ -68,8 +68,6 @@ def describe_launch(fn, arg_names, args, kwargs) -> dict:
     which parameters are tl.constexpr)."""
     import torch
 
-    from .harness import tensor_of
-
     names = list(arg_names)
     values = dict(zip(names, args))
     values.update({k: v for k, v in kwargs.items() if k in names})
@@ -82,8 +80,8 @@ def describe_launch(fn, arg_names, args, kwargs) -> dict:
             launch["constexprs"][name] = getattr(v, "value", v)     # a tl.constexpr passed in: its value
         elif isinstance(v, torch.Tensor):
             launch["types"][name] = "*" + TRITON_TYPES.get(str(v.dtype).replace("torch.", ""), "fp32")
-        elif tensor_of(v) is not None:    # triton.reinterpret(t, tl dtype): a pointer to that dtype
-            launch["types"][name] = "*" + str(v.dtype)
+        elif type(v).__name__ == "TensorWrapper":   # triton.reinterpret(t, tl dtype): a pointer to that dtype
+            launch["types"][name] = "*" + str(v.dtype)   # (no package import: tools/compile_targets.py loads this file)
         elif isinstance(v, bool):
             launch["types"][name] = "i1"
         elif isinstance(v, int) and v == 1:
