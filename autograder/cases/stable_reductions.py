@@ -27,7 +27,9 @@ F16, BF16, F32, F64 = torch.float16, torch.bfloat16, torch.float32, torch.float6
 INF = math.inf
 
 SOFTMAX_FORBIDDEN = ("softmax", "log_softmax", "logsumexp", "logcumsumexp")
-VARIANCE_FORBIDDEN = ("var_mean", "var", "std", "std_mean", "cov", "corrcoef")
+VARIANCE_FORBIDDEN = ("var_mean", "var", "std", "std_mean", "cov", "corrcoef",
+                      # a norm layer computes the row variance inside: its mean/rstd, save_invstd, running_var
+                      "layer_norm", "batch_norm", "group_norm", "instance_norm", "rms_norm")
 _INSTEAD = {
     "softmax": "write exp(x - max) / sum yourself",
     "log_softmax": "write exp(x - max) / sum yourself",
@@ -64,11 +66,16 @@ def _call(fn: Callable, args: tuple, forbidden: tuple = (), instead: str | None 
         short = name.rsplit(".", 1)[-1]   # an ATen op's name holds the function's: _softmax, _log_softmax
         # overlapping names share advice; another library's variance gets the variance's
         instead = instead or next((v for k, v in _INSTEAD.items() if k in short), _INSTEAD["var"])
-        return out, f"called {name}: that is the function this exercise rebuilds; {instead} (scores zero)"
+        what = ("a normalization layer, which computes the variance this exercise rebuilds inside it (its "
+                "mean/rstd, invstd or running_var)" if "norm" in short else "that is the function this exercise "
+                "rebuilds")
+        return out, f"called {name}: {what}; {instead} (scores zero)"
     for t, b in zip(_tensors(args), before):
         if not _same(t, b):
             return out, ("modified its input in place: return new tensors and leave the arguments as they were "
-                         "(out-of-place ops such as `mean = mean + delta / n`, not `mean += ...`)")
+                         "(out-of-place ops such as `mean = mean + delta / n`, not `mean += ...`; note that "
+                         "x.to(dtype) returns x itself when x already has that dtype, and a slice x[..., s:e] is a "
+                         "view of x: an in-place op on either (c -= ..., c.sub_, c.exp_) writes into x)")
     return out, None
 
 
@@ -149,6 +156,12 @@ def _judge_probs(y, x: torch.Tensor, dim: int, hint: str = "", nan_hint: str | N
             top = int(rows_x.amax(dim=-1).argmax())           # the row that holds the tensor's max
             # one max for the whole tensor: that row comes out right (all 0 there: NaN replaced, not this bug)
             hint = nan_hint if bool(torch.isfinite(rows_y[top]).all()) and abs(float(rows_y[top].sum()) - 1) < 1e-2 else ""
+            broken = ~torch.isfinite(rows_y).all(-1) | (rows_y == 0).all(-1)
+            if hint and bool((rows_x.amax(-1)[broken] < -87).all()) and bool((rows_x.amax(-1)[~broken] < rows_x.amax() - 88).any()):
+                # a row far below the tensor's max came out right (no global max), and only rows below exp's
+                # underflow broke: those rows subtracted no max (one clamped at 0?)
+                hint = ("(only the rows whose max is below -87 broke: there exp(x) underflows to 0 unless the row's own "
+                        "max is subtracted; subtract it in every row, negative maxima too: no clamp, no condition)")
         elif near_hint and not bad.any():
             big = ref > 1e-30
             if bool(torch.isfinite(yd).all()) and float(((yd - ref).abs()[big] / ref[big]).max()) < 2e-3:
@@ -204,9 +217,12 @@ def _judge_probs(y, x: torch.Tensor, dim: int, hint: str = "", nan_hint: str | N
                     "NaN/Inf was replaced (nan_to_num, or a where)? Subtract the row's max first, "
                     "z = x - x.amax(dim, keepdim=True): then no exp overflows and the largest is exactly 1")
         elif worst > 1e-2:
-            msg += (f"; the outputs along dim={dim} sum to {float(sums.flatten()[int((sums - 1).abs().flatten().argmax())]):.4g}"
-                    f", not 1: the normaliser does not cover the whole row (a dropped chunk, the sum taken along "
-                    f"another dim{', or a wrong merge' if stream else ''}?)")
+            total = float(sums.flatten()[int((sums - 1).abs().flatten().argmax())])
+            msg += (f"; the outputs along dim={dim} sum to {total:.4g}, not 1: " + (
+                "the normaliser does not cover the whole row (a dropped chunk, the sum taken along another dim"
+                f"{', or a wrong merge' if stream else ''}?)" if total > 1 else
+                "the normaliser is larger than the row's own sum: it adds more than the row (a sum over the whole "
+                f"tensor, e.sum() without dim, or along another dim{', or a wrong merge' if stream else ''}?)"))
     if y is not None and isinstance(y, torch.Tensor) and y.dtype != x.dtype:
         msg += " (compute in fp32, then return y.to(x.dtype))"
     return False, msg + (f" {hint}" if hint else "")
@@ -313,6 +329,8 @@ SOFTMAX_SPECS = [
                 hint=("(fp16 keeps 11 bits: convert x to fp32 first, before subtracting the max; exp and the "
                       "4096-term sum in fp32 too; cast only the result back)")),
     SoftmaxSpec("N=1: every output is 1", (5, 1), scale=50.0, seed=7),
+    SoftmaxSpec("1-D x of 30 logits, dim=-1", (30,), scale=5.0, seed=16,
+                hint="(a 1-D x is one row: x.shape[:-1] is (), nothing to flatten)"),
     SoftmaxSpec("rows of equal values: uniform 1/N", (4, 37), kind="equal", seed=8),
     SoftmaxSpec("rows on very different scales (+1e4, 0, -1e4)", (6, 20), kind="rows_apart", seed=9,
                 nan_hint=GLOBAL_MAX_HINT, near_hint=ROWS_APART_HINT),
@@ -330,8 +348,15 @@ SOFTMAX_SPECS = [
     SoftmaxSpec("bad input: integer logits raise TypeError", (3, 4), bad="int_dtype", seed=14),
 ]
 
+# a 1-D x (one row) given to code that assumes rows and columns: flatten(0, -2), x[:, s:e], dim=-2
+ONE_D_HINT = ("expected to be in range of [-1, 0]",
+              ": x is 1-D here, one row (x.shape[:-1] is ()): it has no dim -2, and flatten(0, -2) or x[:, s:e] "
+              "need two dims. Work along the last dim, x[..., s:e] and reductions over dim=-1, which holds for any "
+              "number of leading dims, none included")
+
 register(Exercise(id="stable_softmax", lesson=LESSON, title="Stable softmax: subtract the max",
-                  functions=("stable_softmax",), cases=[_softmax_case(s) for s in SOFTMAX_SPECS]))
+                  functions=("stable_softmax",), cases=[_softmax_case(s) for s in SOFTMAX_SPECS],
+                  error_hints=(ONE_D_HINT,)))
 
 
 # ============================================================================ online softmax
@@ -495,7 +520,9 @@ def _merges_seen(ns: dict, name: str, shift=None, rows: tuple | None = None):
     merge = ns.get(name)
     if callable(merge):
         def counting(a, b):
-            calls.append(tuple(tuple(t.detach().clone() for t in _tensors(st)) for st in (a, b)))
+            calls.append(tuple(tuple(torch.as_tensor(t).detach().clone() for t in st)
+                               if isinstance(st, (tuple, list)) and all(isinstance(t, (torch.Tensor, int, float)) for t in st)
+                               else tuple(t.detach().clone() for t in _tensors(st)) for st in (a, b)))
             # a Welford count of whole numbers is exact in any dtype, and the merge promotes it to the mean's:
             # only the dtypes that carry digits are judged (an fp32 or int64 count beside fp64 states is fine)
             dtypes.update(t.dtype for st in (a, b) for i, t in enumerate(_tensors(st))
@@ -506,6 +533,27 @@ def _merges_seen(ns: dict, name: str, shift=None, rows: tuple | None = None):
                                  f"has one entry per row, shape x.shape[:-1] = {tuple(rows)} (start from "
                                  f"{'softmax_identity' if 'softmax' in name else 'welford_empty'}(x.shape[:-1], ...),"
                                  f" and reduce each chunk over its last dim)")
+            judged = [(i, t) for st in (a, b) for i, t in enumerate(_tensors(st))
+                      if not (name == "welford_merge" and i == 0)]      # a count may be 0-dim or a number
+            empty = [t for _, t in judged if rows is not None and t.numel() == 0 < math.prod(rows)]
+            if empty:
+                raise ValueError(f"a state given to {name} holds an empty tensor of shape {tuple(empty[0].shape)}, "
+                                 f"for rows of shape x.shape[:-1] = {tuple(rows)}: its chunk had no rows. Slice the "
+                                 "chunks along the last dim, x[..., s:s+chunk] (x[:, s:s+chunk] slices dim 1, the rows "
+                                 "of a 3-D x)")
+            pairs = {}
+            for i, t in judged:
+                pairs.setdefault(i, []).append(tuple(t.shape))
+            for i, (sa, sb) in ((i, p) for i, p in pairs.items() if len(p) == 2 and p[0] != p[1]):
+                try:
+                    fits = math.prod(torch.broadcast_shapes(sa, sb)) <= math.prod(rows or ())
+                except RuntimeError:
+                    fits = False
+                if rows is not None and not fits:
+                    raise ValueError(f"the two states given to {name} have tensors of shapes {sa} and {sb}: both "
+                                     f"states need one shape, x.shape[:-1] = {tuple(rows)} (start from "
+                                     f"{'softmax_identity' if 'softmax' in name else 'welford_empty'}(x.shape[:-1], ...) "
+                                     "and reduce each chunk without keepdim, or keep the trailing 1 in both)")
             out = merge(a, b)
             if shift is None and not wrong and _breaks_merge_rule(name, a, b, out):   # the merge, on what it got
                 wrong.append(len(calls))
@@ -553,6 +601,16 @@ def _a_state_holds(calls: list, k: int, value: torch.Tensor, same) -> bool:
                for a, b in calls for t in (a[k], b[k]))
 
 
+def _one_m_for_all_rows(calls: list, x: torch.Tensor, chunk: int, acc) -> str:
+    """'' or what to say when the first chunk state given to the merge holds one m for all rows (c.amax())."""
+    first_m = calls[0][1][0] if calls and len(calls[0][1]) == 2 else None
+    if (first_m is None or first_m.numel() < 2 or not bool((first_m == first_m.flatten()[0]).all())
+            or not bool((x[..., :chunk].to(acc).amax(-1) != first_m.reshape(x.shape[:-1])).any())):
+        return ""
+    return (f"the first chunk's state has one m for every row, {float(first_m.flatten()[0]):.6g}: a max over all rows "
+            "of the chunk, c.amax() without a dim; each row needs its own, m_c = c.amax(-1)")
+
+
 def _stream_run(ns, fn, s: SoftmaxSpec) -> tuple[bool, str]:
     x = softmax_input(s)
     with _merges_seen(ns, "online_softmax_merge", rows=tuple(x.shape[:-1])) as (calls, dtypes, bad_merge):
@@ -569,35 +627,55 @@ def _stream_run(ns, fn, s: SoftmaxSpec) -> tuple[bool, str]:
     why_low = (f"the states reaching online_softmax_merge are {', '.join(low)}: fold chunk states in "
                f"{_short(acc)}: c = x[..., s:s+chunk].to(acc), then m_c and l_c of c")
     if not ok:
+        one_m = _one_m_for_all_rows(calls, x, s.chunk, acc)
+        if one_m:
+            return False, f"{msg} ({one_m})"
         return False, msg + (f" ({why_low})" if low else "")
     if s.count_merges:
         chunks = math.ceil(x.shape[-1] / s.chunk)
+        if len(calls) > chunks:
+            return False, (f"online_softmax_merge was called {len(calls)} times for {chunks} chunks of {s.chunk} "
+                           f"columns (N = {x.shape[-1]}): a chunk is `chunk` consecutive columns, x[..., s:s+chunk] for "
+                           f"s in range(0, N, chunk) (torch.split(x, chunk, dim=-1)); torch.chunk(x, chunk) makes "
+                           "`chunk` pieces instead")
         if len(calls) < chunks - 1:
             return False, (f"online_softmax_merge was called {len(calls)} times for {chunks} chunks: stream over "
                            "the row once, folding each chunk's (m, l) into the running state with online_softmax_merge")
         own = x[..., :s.chunk].to(acc).amax(-1)             # chunk 0's own max
         lower = own < x.to(acc).amax(-1)
+    if s.count_merges and calls:      # with no merge (one chunk, started from its state) there is nothing to probe
         if bool(lower.any()) and not _a_state_holds(calls, 0, own, lambda t, v: torch.equal(t[lower], v[lower])):
+            one_m = _one_m_for_all_rows(calls, x, s.chunk, acc)
             return False, ("online_softmax_merge was called, but no state it received holds the first chunk's own "
                            "max: each chunk's state comes from that chunk alone, m_c = c.amax(-1) and "
-                           "l_c = sum(exp(c - m_c)); a max of the whole row taken first is a second pass over it")
+                           "l_c = sum(exp(c - m_c)); " + (one_m or "a max of the whole row taken first is a second pass "
+                                                                    "over it"))
         with _merges_seen(ns, "online_softmax_merge", shift=lambda st: (st[0], st[1] * 2)):
             y2, err2 = _call(fn, (x, s.chunk), SOFTMAX_FORBIDDEN)
         if not err2 and isinstance(y2, torch.Tensor) and _close(y2, y, 1e-3, 1e-6):
             return False, ("online_softmax_merge was called, but the output does not come from its final state "
                            "(with every merged l doubled, the output did not move): write exp(x - m) / l with the "
                            "m and l of the merged state, not a separate max and sum over the row")
+        # (m + 1, l / e) is the same state written against another max: exp(x - m) / l does not move with it
+        with _merges_seen(ns, "online_softmax_merge", shift=lambda st: (st[0] + 1, st[1] / math.e)):
+            y3, err3 = _call(fn, (x, s.chunk), SOFTMAX_FORBIDDEN)
+        if not err3 and isinstance(y3, torch.Tensor) and not _close(y3, y, 1e-3, 1e-6):
+            return False, ("the output does not come from the merged state's m: with every merged state written "
+                           "against a max 1 higher, (m + 1, l / e), which is the same state, the output moved. "
+                           "y = exp(x - m) / l with the final state's m and l, not a second max over the row")
     if low:
         return False, why_low
     return True, msg
 
 
 STREAM_SPECS = [
-    SoftmaxSpec("stream: chunk=1 (one value at a time), N=37", (3, 37), scale=5.0, chunk=1, seed=30),
-    SoftmaxSpec("stream: chunk=100 > N=13 (one chunk)", (4, 13), scale=5.0, chunk=100, seed=31),
+    SoftmaxSpec("stream: chunk=1 (one value at a time), N=37", (3, 37), scale=5.0, chunk=1, seed=30,
+                count_merges=True),
+    SoftmaxSpec("stream: chunk=100 > N=13 (one chunk)", (4, 13), scale=5.0, chunk=100, seed=31, count_merges=True),
     SoftmaxSpec("stream: N=1000, chunk=64 (a partial last chunk)", (3, 1000), scale=4.0, chunk=64, seed=32,
                 count_merges=True),
     SoftmaxSpec("stream: N=1", (6, 1), scale=100.0, chunk=8, seed=33),
+    SoftmaxSpec("stream: 1-D x (N=70), chunk=16: the state is 0-dim", (70,), scale=5.0, chunk=16, seed=25),
     SoftmaxSpec("stream: fp32 logits of +-1e4", (4, 300), scale=1e4, chunk=32, seed=34),
     SoftmaxSpec("stream: fp16 logits of +-1e4 (output fp16)", (4, 300), F16, scale=1e4, chunk=50, seed=35),
     SoftmaxSpec("stream: causal mask (whole chunks of -inf)", (8, 64), kind="causal", scale=3.0, chunk=8, seed=36,
@@ -606,7 +684,11 @@ STREAM_SPECS = [
                       "exp(x - m) with m = -inf is exp(nan); use 0 in place of m there)")),
     SoftmaxSpec("stream: 3-D (2, 3, 50), chunk=16, bf16", (2, 3, 50), BF16, scale=20.0, chunk=16, seed=37),
     SoftmaxSpec("stream: rows of equal values", (3, 40), kind="equal", chunk=7, seed=38),
-    SoftmaxSpec("stream: fp64 input, computed in fp64", (4, 300), F64, scale=20.0, chunk=64, seed=28),
+    SoftmaxSpec("stream: fp64 input, computed in fp64, 3-D (2, 2, 300)", (2, 2, 300), F64, scale=20.0, chunk=64,
+                seed=28),
+    SoftmaxSpec("stream: bf16, N=1000, |x|~2, chunk=500 (states in fp32)", (4, 1000), BF16, scale=2.0, chunk=500,
+                seed=41, hint=("(bf16 keeps 8 significant bits: each chunk's l_c = sum(exp(c - m_c)) is computed and "
+                               "kept in fp32, as the merged state, and y = exp(x - m) / l too; cast only y back)")),
     SoftmaxSpec("stream: rows on very different scales (+1e4, 0, -1e4)", (6, 200), kind="rows_apart", chunk=32,
                 seed=29, near_hint=ROWS_APART_HINT),
 ]
@@ -615,7 +697,8 @@ register(Exercise(
     id="online_softmax", lesson=LESSON, title="Online softmax: the (m, l) merge and one streaming pass",
     functions=("online_softmax_merge", "online_softmax"),
     cases=[_merge_case(s) for s in MERGE_SPECS] + [_stream_case(s) for s in STREAM_SPECS]
-    + [_stream_case(SoftmaxSpec("bad input: chunk=0 raises ValueError", (3, 9), bad="chunk0", seed=39))]))
+    + [_stream_case(SoftmaxSpec("bad input: chunk=0 raises ValueError", (3, 9), bad="chunk0", seed=39))],
+    error_hints=(ONE_D_HINT,)))
 
 
 # ============================================================================ Welford
@@ -646,6 +729,10 @@ def _judge_welford(out, ref, dtype, data, hints) -> tuple[bool, str]:
             if empty and not torch.isfinite(got.detach().double()).all():
                 extra = (" An empty state (count 0) is allowed on either side: n = 0 makes n_b / n = 0/0; "
                          "divide by n.clamp_min(1) (n_b = 0 whenever n = 0, so the ratio is 0).")
+            if (not extra and dtype == F64 and isinstance(got, torch.Tensor) and got.shape == want.shape
+                    and _close(got, want, 1e-5, 1e-5 * float(want.abs().max()))):
+                extra = (" (the values are right to about 7 digits only: a float64 state is computed in float64 "
+                         "throughout; a .float(), or a float32 tensor in the formula, rounds it to fp32)")
             return False, f"{r.message}. {hints[name]}{extra}"
     return True, "ok (count exact, mean and M2 within tolerance)"
 
@@ -834,6 +921,25 @@ def _chunked_m2(x: torch.Tensor, chunk: int) -> torch.Tensor:
     return sum(((c - c.mean(-1, keepdim=True)) ** 2).sum(-1) for c in d.split(chunk, dim=-1))
 
 
+def _merged_count(calls: list):
+    """The largest count a merge produced (a[0] + b[0]), from the states welford_merge was given: the row's count
+    once every chunk is in. None where the states are not (count, mean, M2) tensors."""
+    try:
+        return max(float((a[0] + b[0]).max()) for a, b in calls if len(a) == 3 and len(b) == 3)
+    except (ValueError, RuntimeError, IndexError):
+        return None
+
+
+def _chunks_var_as_m2(x: torch.Tensor, chunk: int) -> torch.Tensor:
+    """M2 (float64) of Chan's merges when each chunk's state holds its variance M2_c / n_c in place of M2_c."""
+    chunks = x.double().split(chunk, dim=-1)
+    n = torch.tensor([float(c.shape[-1]) for c in chunks], dtype=torch.float64)
+    means = torch.stack([c.mean(-1) for c in chunks], dim=-1)
+    mean = (means * n).sum(-1) / n.sum()
+    own = sum(((c - c.mean(-1, keepdim=True)) ** 2).mean(-1) for c in chunks)
+    return own + (n * (means - mean.unsqueeze(-1)) ** 2).sum(-1)
+
+
 def _last_chunk_counted_full(x: torch.Tensor, chunk: int, correction: int):
     """(var, mean) in float64 when the last, shorter chunk is merged with count `chunk` instead of its length:
     Chan's merge of all chunks at once, M2 = sum of the chunks' M2 + sum of n_i (mean_i - mean)^2."""
@@ -911,18 +1017,23 @@ def _var_judged(ns, fn, s: VarSpec, x, out, calls, dtypes) -> tuple[bool, str]:
     N = x.shape[-1]
     if rv and rm:
         chunks = math.ceil(N / s.chunk)
+        if s.count_merges and len(calls) > chunks:
+            return False, (f"welford_merge was called {len(calls)} times for {chunks} chunks of {s.chunk} columns "
+                           f"(N = {N}): a chunk is `chunk` consecutive columns, x[..., s:s+chunk] for s in "
+                           "range(0, N, chunk) (torch.split(x, chunk, dim=-1)); torch.chunk(x, chunk) makes `chunk` "
+                           "pieces instead")
         if s.count_merges and len(calls) < chunks - 1:
             return False, (f"welford_merge was called {len(calls)} times for {chunks} chunks: compute each chunk's "
                            "(count, mean, M2) and merge the chunk states into the running state with welford_merge")
         if _coarser(dtypes, acc_dtype(s.dtype)):
             return False, "right values, but" + _var_precision_hint(s, dtypes, ())[1:]
-        if s.count_merges:
+        if s.count_merges and calls:     # no merge (one chunk, started from its state): nothing to probe
             own = x[..., :s.chunk].to(acc_dtype(s.dtype)).mean(-1)     # chunk 0's own mean
             if not _a_state_holds(calls, 1, own, lambda t, v: torch.allclose(t, v, rtol=1e-5, atol=1e-6)):
                 return False, ("welford_merge was called, but no state it received holds the first chunk's own "
                                "mean: each chunk's state is (len, c.mean(-1), sum((c - mean_c)^2)) of that chunk "
                                "alone; a mean of the whole row taken first is a second pass over it")
-        fixed = _ignores_merges(ns, fn, x, s, var, mean) if s.count_merges else ""
+        fixed = _ignores_merges(ns, fn, x, s, var, mean) if s.count_merges and calls else ""
         if fixed == "mean":
             return False, ("welford_merge was called, but the mean returned does not come from its states (with "
                            "every merged mean moved by 1, it did not move): return the merged state's mean and "
@@ -966,9 +1077,13 @@ def _var_judged(ns, fn, s: VarSpec, x, out, calls, dtypes) -> tuple[bool, str]:
     if var.shape != ref_var.shape:
         return False, msg
     rel = _rel_err(var, ref_var)
+    merged = _merged_count(calls)
+    if merged is not None and merged < N:
+        return False, (f"{msg}; the merged states count {merged:g} of the {N} columns: some columns never reached "
+                       "welford_merge. Loop over range(0, N, chunk), chunks x[..., s:s+chunk]: the last may be shorter")
     if N > 1 and rel < math.inf:
         for c in {0, 1} - {s.correction}:
-            if _rel_err(var, var_mean_ref(x, c)[0]) <= 0.25 * rel:
+            if bool(compare(var, var_mean_ref(x, c)[0], VAR_TOL[s.dtype], name="var", dtype=s.dtype)):
                 return False, (f"{msg}; that is the variance with correction={c}: biased/unbiased mixed up. "
                                f"var = M2 / (n - correction): correction=0 divides by n (biased, the population "
                                f"variance), correction=1 by n - 1 (unbiased, Bessel), as torch.var_mean")
@@ -976,6 +1091,10 @@ def _var_judged(ns, fn, s: VarSpec, x, out, calls, dtypes) -> tuple[bool, str]:
             full_var = _last_chunk_counted_full(x, s.chunk, s.correction)[0]
             if _rel_err(full_var, ref_var) > 1e-3 and _rel_err(var, full_var) <= 0.1 * rel:
                 return False, msg + LAST_CHUNK_HINT.format(chunk=s.chunk, tail=N % s.chunk, N=N)
+        as_var = _chunks_var_as_m2(x, s.chunk) / (N - s.correction)
+        if _rel_err(as_var, ref_var) > 1e-3 and _rel_err(var, as_var) <= 0.1 * rel:
+            return False, (f"{msg}; that is what chunk states holding each chunk's variance give: a state's third "
+                           "entry is M2 = ((c - mean_c)**2).sum(-1), the sum of squared deviations, not their mean")
         no_cross = _chunked_m2(x, s.chunk) / (N - s.correction)
         if _rel_err(no_cross, ref_var) > 1e-3 and _rel_err(var, no_cross) <= 0.1 * rel:
             return False, (f"{msg}; that is the chunks' M2 summed: merging chunks needs Chan's cross term "
@@ -999,22 +1118,24 @@ VAR_SPECS = [
     VarSpec("mean 1e3, std 1, chunk=1 (pure Welford), correction=0", (2, 300), chunk=1, correction=0, mean=1e3,
             seed=63),
     VarSpec("mean 1e3, std 0.1, N=2000, chunk=128", (2, 2000), chunk=128, mean=1e3, std=0.1, seed=64),
-    VarSpec("chunk=500 > N=37 (one chunk)", (5, 37), chunk=500, mean=3.0, seed=65),
+    VarSpec("chunk=500 > N=37 (one chunk)", (5, 37), chunk=500, mean=3.0, seed=65, count_merges=True),
     VarSpec("N=1000, chunk=96 (a partial last chunk)", (3, 1000), chunk=96, mean=-2.0, std=4.0, seed=66,
             count_merges=True),
     VarSpec("N=1, correction=0: var 0", (4, 1), chunk=8, correction=0, mean=5.0, seed=67),
+    VarSpec("1-D x (N=90): var and mean are 0-dim", (90,), chunk=16, mean=2.0, seed=76),
     VarSpec("N=1, correction=1: var nan (0/0), as torch", (4, 1), chunk=8, correction=1, mean=5.0, seed=68),
     VarSpec("constant rows: var 0", (3, 77), chunk=10, kind="equal", mean=3.5, seed=69),
     VarSpec("chunk means far apart (halves at 0 and 100)", (3, 64), chunk=8, kind="halves", seed=70),
     VarSpec("fp16 input: outputs fp16", (4, 333), F16, chunk=64, mean=1.0, std=2.0, seed=71),
     VarSpec("fp16, mean 300, std 1 (compute in fp32)", (4, 1000), F16, chunk=64, mean=300.0, seed=75),
     VarSpec("3-D (2, 3, 50) bf16, correction=0", (2, 3, 50), BF16, chunk=16, correction=0, mean=4.0, seed=72),
-    VarSpec("fp64: computed and returned in fp64", (3, 500), F64, chunk=64, mean=1e6, seed=73),
+    VarSpec("fp64: computed and returned in fp64, 3-D (3, 2, 500)", (3, 2, 500), F64, chunk=64, mean=1e6, seed=73),
     VarSpec("bad input: chunk=0 raises ValueError", (3, 9), bad="chunk0", seed=74),
 ]
 
 register(Exercise(id="var_mean_welford", lesson=LESSON, title="var_mean by chunks and Chan merges",
-                  functions=("var_mean_welford",), uses=("welford_merge",), cases=[_var_case(s) for s in VAR_SPECS]))
+                  functions=("var_mean_welford",), uses=("welford_merge",), cases=[_var_case(s) for s in VAR_SPECS],
+                  error_hints=(ONE_D_HINT,)))
 
 
 # ============================================================================ butterfly_reduce
@@ -1171,6 +1292,11 @@ def _lane_message(s, values, merge, got, exp, k) -> str:
     gd, ed = got.double(), exp.double()
     diff = ~(((gd - ed).abs() <= 1e-5 * (1 + ed.abs())) | (gd == ed))
     lanes = diff.reshape(WARP, -1).any(dim=1).nonzero().flatten().tolist()
+    if not lanes and s.kind not in ("or",):
+        return (f"every lane is within 1e-5 of the full result, but not within this case's tolerance: the lane states "
+                f"lost precision on the way ({_short(got.dtype)} lanes, {_short(s.dtype)} input): exchange each tensor "
+                "as it is, theirs = t[partner], without converting it (a .float(), or a buffer made with the default "
+                "dtype, rounds fp64 lanes to fp32)")
     lane = lanes[0] if lanes else 0
     msg = (f"lanes {lanes[:8]}{'...' if len(lanes) > 8 else ''} are wrong; lane {lane}: got "
            f"{_show(got[lane])}, expected {_show(exp[lane])}")
