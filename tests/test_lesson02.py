@@ -222,3 +222,16 @@ def test_a_column_no_chunk_held_is_named_in_the_stream():
     assert not ok and "did any chunk hold this column?" in msg and "column 2" in msg
     ok, msg = cases._judge_probs(y, x, -1)                                # stable_softmax: the overflow hint
     assert not ok and "did any chunk hold" not in msg
+
+
+def test_an_l_that_underflows_in_fp32_is_not_blamed_on_the_merge():
+    """Review 02d M5: a row whose l underflows to 0 in fp32 (1e-48 in float64) broke the merge-rule check's relative
+    test, and a right merge was told "your online_softmax_merge returned a wrong (m, l)". A floor of fp32's tiny."""
+    a = (torch.tensor([0.0]), torch.tensor([0.0]))
+    b = (torch.tensor([-110.0]), torch.tensor([1.0]))
+    m = torch.maximum(a[0], b[0])
+    right = (m, a[1] * torch.exp(a[0] - m) + b[1] * torch.exp(b[0] - m))   # fp32: exp(-110) = 0
+    assert float(right[1]) == 0.0
+    assert not cases._breaks_merge_rule("online_softmax_merge", a, b, right)
+    wrong = (m, torch.tensor([1e-30]))
+    assert cases._breaks_merge_rule("online_softmax_merge", a, b, wrong)
