@@ -1454,7 +1454,8 @@ def _via_case(s: VIA) -> Case:
                 "instance": "the spatial dims, [2, 3, ...]",
                 "group": "the last dim of x.reshape(N, num_groups, -1) (each group's consecutive channels and "
                          "positions)"}[s.kind]
-        alts = []
+        alts = [(reference(1e-300), "no eps anywhere: normalize adds eps inside the square root, sqrt(var + eps) "
+                                 "(or sqrt(mean(x^2) + eps)), and norm_via_normalize passes it on")]
         if s.eps != 1e-5:
             alts.append((reference(1e-5), "normalize's default eps, 1e-5: pass eps on to normalize"))
         if s.kind == "group":
