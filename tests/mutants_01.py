@@ -337,4 +337,8 @@ MUTANTS += [
     ('batch_norm', "review 01d b05: m from the visible check's 3-D shape, N * x.shape[2]",
      [('    m = x.numel() // x.shape[1]                      # values per channel\n', '    m = x.shape[0] * (x.shape[2] if x.ndim > 2 else 1)\n')],
      'm counts every dim but the channels'),
+    ('batch_norm', "review 01d b15: the running update's batch statistics from var_mean of x itself (16 bits)",
+     [('                running_mean.mul_(1 - momentum).add_(momentum * mean.reshape(-1))\n                running_var.mul_(1 - momentum).add_(momentum * m / (m - 1) * var.reshape(-1))\n',
+       '                bv, bm = torch.var_mean(x, dim=dims, correction=0)\n                running_mean.mul_(1 - momentum).add_(momentum * bm)\n                running_var.mul_(1 - momentum).add_(momentum * m / (m - 1) * bv)\n')],
+     'of the running update computed in'),
 ]

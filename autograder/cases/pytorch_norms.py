@@ -507,6 +507,15 @@ def _bn_case(s: BN) -> Case:
                     v_alts.append(((1 - mom) * rv_prev_d + mom * (bv + s.eps) * m / (m - 1),
                                    "eps added into the batch variance before the running update: running_var gets "
                                    "the unbiased batch variance itself; eps belongs only in sqrt(var + eps)"))
+                    if s.dtype in (F16, BF16):   # the update's batch statistics taken from x itself, in 16 bits
+                        v16, m16 = torch.var_mean(xs.detach(), dims, correction=0)
+                        low = (f"the batch statistics of the running update computed in {_dt(s.dtype)} (var_mean "
+                               "of x itself): compute them once from xf = x.to(compute_dtype(x)) and use them for "
+                               "both the normalization and the update")
+                        for scaled_m, scaled_v in (((mom * m16.to(F64)), mom * m / (m - 1) * v16.to(F64)),
+                                                   ((mom * m16).to(F64), (mom * m / (m - 1) * v16).to(F64))):
+                            m_alts.append(((1 - mom) * rm_prev_d + scaled_m, low))   # the product in 64 or 16 bits
+                            v_alts.append(((1 - mom) * rv_prev_d + scaled_v, low))
                     n = xs.shape[0]
                     if xs.ndim > 3 and 1 < n * xs.shape[2] != m:
                         n2 = n * xs.shape[2]
