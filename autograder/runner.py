@@ -84,7 +84,8 @@ ERROR_HINTS = (
      "the outputs on x's device (torch.empty(..., device=x.device), or torch.empty_like), and give the kernel no "
      "CPU tensor"),
     ("illegal memory access", ": a read or write outside the tensors: a null weight or bias read without `if (weight)` "
-     "/ `if (bias)` (the cases without them), or an index past the row or the last row. The fault breaks every "
+     "/ `if (bias)` (the cases without them), an index past the row or the last row, or a __shared__ array indexed "
+     "past its size (one slot per warp: 32 for a block of 1024 threads). The fault breaks every "
      "later CUDA call of this process"),
     ("illegal instruction", ": often a warp-level primitive whose mask leaves out a lane that calls it (all 32 "
      "lanes running __shfl_xor_sync(0xffff, ...)): name every lane that calls it (0xffffffff for a whole warp), or use "

@@ -181,4 +181,10 @@ MUTANTS = [
       ('           grid=(M,), block=(welford_threads(C),))\n',
        '           grid=(min(M, 264),), block=(welford_threads(C),))\n')],
      'hazard'),
+    ('layernorm_block', 'review 03d B21: __shared__ float partial[16] (sized for 512 threads: 640 and 1024 threads overflow it)',
+     [('    __shared__ float partial[32];\n', '    __shared__ float partial[16];\n')],
+     'outside shared memory'),
+    ('layernorm_welford', 'review 03d W32: grid=(min(M, 65535),) with no loop over rows',
+     [('grid=(M,), block=(welford_threads(C),))', 'grid=(min(M, 65535),), block=(welford_threads(C),))')],
+     'missing from row 65535'),
 ]

@@ -110,6 +110,12 @@ def far(n: int, eps: float = 1e-5) -> Spec:
 
 # Rows for the memcheck case: the float4 path and the scalar one, the last row ending inside a register block
 MEMCHECK_ROWS = ((5, 1000), (5, 999))
+# The block-per-row kernels also with a full block of 1024 threads (32 warps): shared arrays sized for fewer warps
+# (partial[16]) overflow only there, and an overflow of a static __shared__ array still gives right numbers on an H100
+MEMCHECK_ROWS_BLOCK = MEMCHECK_ROWS + ((2, 65536),)
+MEMCHECK_ROWS_WELFORD = MEMCHECK_ROWS + ((2, 20000),)
+# More rows than a grid's y dimension (or a 65535 cap on x) holds: one block per row
+MANY_ROWS = "70000 rows of 16 (more blocks than 65535: the grid's x dimension, not y, and no cap)"
 
 
 exercise(LESSON, RMSNORM, "rmsnorm_warp", "v2 RMSNorm: one warp per row, rsqrtf",
@@ -133,10 +139,11 @@ exercise(LESSON, LAYERNORM, "layernorm_block", "v4 LayerNorm: one block per row,
              Spec("C=16384, 64 rows (K=8, 16 warps of 32 per block)", (64, 16384), eps=1e-5, seed=21),
              Spec("C=40000 (K=16, 640 threads: 20 warps)", (3, 40000), eps=1e-5, seed=22),
              Spec("C=65536, the longest row a block holds", (3, 65536), eps=1e-5, seed=23),
+             Spec(MANY_ROWS, (70000, 16), eps=1e-5, seed=25),
              big_mean((32, 20000)),
              Spec("bad input: C=65537 is too long for one block's registers", (2, 65537), bad="too_long", seed=24),
          ] + AFFINE + misaligned((8, 8192)), cuda_source="LAYERNORM_BLOCK_SRC", racecheck=RACE_ROWS,
-         memcheck=MEMCHECK_ROWS, x_reads=(X_LOADS_SHAPE, 1, ONCE), far_rows=far(4096), far_gib=FAR_GIB,
+         memcheck=MEMCHECK_ROWS_BLOCK, x_reads=(X_LOADS_SHAPE, 1, ONCE), far_rows=far(4096), far_gib=FAR_GIB,
          far_hint=FAR_HINT)
 
 exercise(LESSON, LAYERNORM, "layernorm_welford", "v5 LayerNorm: Welford in one pass, Chan merges, any C",
@@ -145,11 +152,12 @@ exercise(LESSON, LAYERNORM, "layernorm_welford", "v5 LayerNorm: Welford in one p
              Spec("C=65536", (3, 65536), eps=1e-5, seed=21),
              Spec("C=131072 (longer than any register budget)", (2, 131072), eps=1e-5, seed=22),
              Spec("C=70001 (scalar path, long)", (2, 70001), eps=1e-5, seed=23),
+             Spec(MANY_ROWS, (70000, 16), eps=1e-5, seed=25),
              # Chan merges round a running mean near 1e4 to float32 spacing (~1e-3): up to 9.7e-5 measured on an H100.
              big_mean((64, 1600), stat_rtol=3e-4, hint=BIG_MEAN_CHAN),
              big_mean((4, 50000), stat_rtol=3e-4, seed=31, hint=BIG_MEAN_CHAN),
          ] + AFFINE + misaligned((8, 4096)), cuda_source="LAYERNORM_WELFORD_SRC", racecheck=RACE_ROWS,
-         memcheck=MEMCHECK_ROWS,
+         memcheck=MEMCHECK_ROWS_WELFORD,
          x_reads=(X_LOADS_SHAPE, 2, "Welford's pass keeps (n, mean, M2) as it reads, once; the second pass "
                                     "writes y (two sums before y are two passes, not Welford)"),
          far_rows=far(4096), far_gib=FAR_GIB, far_hint=FAR_HINT)
