@@ -603,6 +603,13 @@ def _a_state_holds(calls: list, k: int, value: torch.Tensor, same) -> bool:
                for a, b in calls for t in (a[k], b[k]))
 
 
+def _more_merges_than_chunks(merge: str, calls: int, chunks: int, chunk: int, N: int) -> str:
+    """A stream that merged more states than a row has chunks: `chunk` read as a number of pieces (torch.chunk)."""
+    return (f"{merge} was called {calls} times for {chunks} chunks of {chunk} columns (N = {N}): a chunk is `chunk` "
+            "consecutive columns, x[..., s:s+chunk] for s in range(0, N, chunk) (torch.split(x, chunk, dim=-1)); "
+            "torch.chunk(x, chunk) makes `chunk` pieces instead")
+
+
 def _one_m_for_all_rows(calls: list, x: torch.Tensor, chunk: int, acc) -> str:
     """'' or what to say when the first chunk state given to the merge holds one m for all rows (c.amax())."""
     first_m = calls[0][1][0] if calls and len(calls[0][1]) == 2 else None
@@ -636,10 +643,7 @@ def _stream_run(ns, fn, s: SoftmaxSpec) -> tuple[bool, str]:
     if s.count_merges:
         chunks = math.ceil(x.shape[-1] / s.chunk)
         if len(calls) > chunks:
-            return False, (f"online_softmax_merge was called {len(calls)} times for {chunks} chunks of {s.chunk} "
-                           f"columns (N = {x.shape[-1]}): a chunk is `chunk` consecutive columns, x[..., s:s+chunk] for "
-                           f"s in range(0, N, chunk) (torch.split(x, chunk, dim=-1)); torch.chunk(x, chunk) makes "
-                           "`chunk` pieces instead")
+            return False, _more_merges_than_chunks("online_softmax_merge", len(calls), chunks, s.chunk, x.shape[-1])
         if len(calls) < chunks - 1:
             return False, (f"online_softmax_merge was called {len(calls)} times for {chunks} chunks: stream over "
                            "the row once, folding each chunk's (m, l) into the running state with online_softmax_merge")
@@ -1020,10 +1024,7 @@ def _var_judged(ns, fn, s: VarSpec, x, out, calls, dtypes) -> tuple[bool, str]:
     if rv and rm:
         chunks = math.ceil(N / s.chunk)
         if s.count_merges and len(calls) > chunks:
-            return False, (f"welford_merge was called {len(calls)} times for {chunks} chunks of {s.chunk} columns "
-                           f"(N = {N}): a chunk is `chunk` consecutive columns, x[..., s:s+chunk] for s in "
-                           "range(0, N, chunk) (torch.split(x, chunk, dim=-1)); torch.chunk(x, chunk) makes `chunk` "
-                           "pieces instead")
+            return False, _more_merges_than_chunks("welford_merge", len(calls), chunks, s.chunk, N)
         if s.count_merges and len(calls) < chunks - 1:
             return False, (f"welford_merge was called {len(calls)} times for {chunks} chunks: compute each chunk's "
                            "(count, mean, M2) and merge the chunk states into the running state with welford_merge")
