@@ -145,12 +145,21 @@ def parse_memcheck(text: str, sources: dict[str, str]) -> tuple[int, str]:
     block = text[first.end():first.end() + 1500].split("Invalid ")[0]
     what = f"a {size}-byte {verb} of {space.strip('_')} memory outside every allocation"
     if (line := LINE.search(block)) is not None:
+        # the `at` line names the function that made the access: a kernel, or a __device__ function it called,
+        # whose kernel memcheck names in the error's device frames (the caller of block_sum is not the first
+        # kernel recorded)
         at = block[:line.end()].splitlines()[-1]
-        kernel = next((k for k in sources if k in at), next(iter(sources), ""))
-        src_lines = sources.get(kernel, "").splitlines()
+        named = sorted((hit.start(), k) for k in sources if (hit := re.search(rf"\b{re.escape(k)}\b", block)))
+        kernel = next((k for k in sources if re.search(rf"\b{re.escape(k)}\b", at)),
+                      named[0][1] if named else "")
+        texts = set(sources.values())
+        src = sources[kernel] if kernel else (next(iter(texts)) if len(texts) == 1 else "")
+        src_lines = src.splitlines()
         n = int(line.group(1))
         if 0 < n <= len(src_lines):
-            what += f", in {kernel} line {n} `{src_lines[n - 1].strip()}`"
+            what += f", in {kernel + ' ' if kernel else ''}line {n} `{src_lines[n - 1].strip()}`"
+        elif not kernel:
+            what += f", at line {n} of the CUDA C"
     if (thread := THREAD.search(block)) is not None:
         what += f" (thread ({thread.group(1)}) of block ({thread.group(2)}))"
     if (near := AFTER.search(block)) is not None:

@@ -359,9 +359,10 @@ def _hint_applies(ex: Exercise, s: Spec, fn, op: Op, ns) -> bool:
 
 def judge_bad(ex: Exercise, s: Spec, fn, op: Op, ns: dict | None = None) -> tuple[bool, str]:
     # First a valid call must work: an untouched stub must not earn points for the given validation.
-    ok, msg = judge_run(ex, Spec(name="sanity", shape=(3, 33), seed=s.seed), fn, op, ns)
+    sanity = Spec(name="sanity", shape=(3, 33), seed=s.seed)
+    ok, msg = judge_run(ex, sanity, fn, op, ns)
     if not ok:
-        return False, f"a valid call failed first: {msg}"
+        return False, f"a valid call (x of 3x33, {str(sanity.dtype).replace('torch.', '')}) failed first: {msg}"
     x, w, b = make_inputs(Spec(name="bad", shape=s.shape, dtype=s.dtype, seed=s.seed), op)
     if s.bad == "weight_shape":
         w = torch.ones(s.shape[-1] + 1, dtype=x.dtype, device=x.device)

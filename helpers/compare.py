@@ -294,6 +294,26 @@ def _unwritten_hint(unwritten: torch.Tensor, name: str = "y") -> str:
     return "."
 
 
+def _counted_times(factors: torch.Tensor) -> str:
+    """Every row's y (or rstd) off by 1/sqrt(k) or sqrt(k) for one integer k >= 2: the mean of squares (or the
+    variance) came out k times, or a k-th of, its value: a sum counted twice, or only one of k partial sums."""
+    f = float(factors.median())
+    if not bool(((factors - f).abs() <= 1e-4 * abs(f)).all()) or f <= 0:
+        return ""
+    for k, too in ((1 / f ** 2, "large"), (f ** 2, "small")):
+        n = round(k)
+        if 2 <= n <= 1024 and abs(k - n) < 1e-3 * n:
+            times = "twice" if n == 2 else f"{n} times"
+            if too == "large":
+                return (f"the mean of squares (the variance) came out {times} its value. Is a value counted {times} "
+                        "(a shuffle offset equal to the warp size hands a lane its own value back; a block total "
+                        f"that every warp adds again), or the sum divided by N/{n} instead of N?")
+            return (f"the mean of squares (the variance) came out 1/{n} of its value. Does only one of {n} partial "
+                    f"sums reach the total (one warp's, one chunk's), or is the sum divided by {n}*N (the padded "
+                    "block size?) instead of N?")
+    return ""
+
+
 def _nonfinite_hint(name: str, wrong: torch.Tensor, x_dtype: torch.dtype | None, op: str = "") -> str:
     """NaN/Inf where the reference is finite: fp16 squares overflow; with wider inputs a NaN is the rsqrt of a
     negative variance (softmax: exp(-inf - (-inf)), or l = 0). Either way an unmasked read of the NaN guard bands
@@ -373,6 +393,9 @@ def _error_hint(act: torch.Tensor, exp: torch.Tensor, bad: torch.Tensor, name: s
                 if op == "softmax":
                     return (f"; {where}: l, the sum of exp(x - m), is wrong. Rescale it by exp(m_old - m_new) "
                             "whenever the max grows, in the per-element update and in the merge")
+                counted = _counted_times(ratio.median(dim=1).values)
+                if counted:
+                    return f"; {where}: {counted}"
                 return (f"; {where}: the normaliser is wrong. Is eps inside the square root, do you divide "
                         "by N (not the padded block size), and is the variance itself right?")
     rb, eb = act[bad], exp[bad]
@@ -406,4 +429,26 @@ def _error_hint(act: torch.Tensor, exp: torch.Tensor, bad: torch.Tensor, name: s
                     "this, the sums are done in x's dtype (convert x to float32 right after the load: "
                     "x.to(tl.float32) in Triton, a float in CUDA C, and accumulate in float32), or the statistic is "
                     f"rounded to {dt} before its float32 store (no .to(Y.dtype.element_ty) on {name})")
+    if x_dtype == torch.float32 and name not in PER_ROW and _like_16_bit_rounding(a, e, b):
+        return ("; errors the size of 16-bit rounding (fp16 keeps 11 bits, bf16 8), scattered along the rows, from "
+                "float32 input: is x, a partial sum or y held in a 16-bit type somewhere (a __half or __nv_bfloat16 "
+                "register or shared array in CUDA C, tl.float16/tl.bfloat16 in Triton)? float32 input stays float32 "
+                "all the way")
     return "."
+
+
+def _like_16_bit_rounding(a: torch.Tensor, e: torch.Tensor, b: torch.Tensor) -> bool:
+    """Errors between 1e-4 and 1e-2 of the output's scale that no per-row a * y + c explains (a wrong mean or rstd
+    gives exactly that: y' = (x - m') r' = (r'/r) y + (m - m') r'), in rows of at least 8 values."""
+    if a.shape[1] < 8:
+        return False
+    scale = float(e.abs().max())
+    worst = float((a - e).abs()[b].max())
+    if not 1e-4 * scale < worst < 1e-2 * scale:
+        return False
+    rows = b.any(dim=1)
+    err, ref = (a - e)[rows], e[rows]
+    design = torch.stack([torch.ones_like(ref), ref], dim=-1)          # per row: err ~ c + a * y
+    coef = torch.linalg.lstsq(design, err.unsqueeze(-1)).solution
+    left = err - (design @ coef).squeeze(-1)
+    return float(left.abs().max()) > 0.3 * worst

@@ -560,3 +560,28 @@ def test_a_cpu_tensor_given_to_a_gpu_kernel_is_told_where_to_allocate():
         raise ValueError("Pointer argument (at 1) cannot be accessed from Triton (cpu tensor?)")
     ok, msg = run_case(Case("a case", launch), {})
     assert not ok and "device=x.device" in msg and msg.startswith("raised ValueError: Pointer argument")
+
+
+@pytest.mark.parametrize("lesson, exercise, function, valid", [
+    ("04_triton_rmsnorm", "rmsnorm_fwd", "rmsnorm_fwd", "x of 3x33, float32"),
+    ("02_stable_reductions", "online_softmax", "online_softmax", "x of 3x9, chunk 4"),
+    ("01_pytorch_norms", "layer_norm", "layer_norm", "x of 3x8"),
+])
+def test_a_bad_input_case_whose_valid_call_fails_names_that_call(lesson, exercise, function, valid):
+    """The bad-input cases make one valid call first (an untouched stub must not earn the given validation's points);
+    when only that call's shape goes wrong, the message names it, not the bad input (review 03d F6)."""
+    ns, errors = load(ROOT / "solutions" / f"{lesson}.ipynb")
+    assert not errors
+    right = ns[function]
+
+    def wrong_on_the_valid_call(x, *args, **kwargs):
+        out = right(x, *args, **kwargs)
+        if tuple(x.shape) != tuple(int(d) for d in valid.split(",")[0].split()[-1].split("x")):
+            return out
+        return (out[0] + 1, *out[1:]) if isinstance(out, tuple) else out + 1
+    ns[function] = wrong_on_the_valid_call
+    ex = get(exercise)
+    bad = [c for c in ex.cases if c.name.startswith("bad input") or "bad" in c.name.split(":")[0]]
+    assert bad
+    rows = grade(ex, ns, cases=bad, gpu=False)["cases"]
+    assert all(not r["passed"] and f"a valid call ({valid}) failed first" in r["message"] for r in rows), rows

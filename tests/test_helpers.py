@@ -140,6 +140,28 @@ def test_compare_hints_stay_quiet_on_scattered_rounding_errors():
     assert not compare(spots, ref2, TOL).ok and "column mask" not in m and "factor" not in m
 
 
+def test_hints_for_a_variance_counted_twice_and_for_16_bit_rounding_of_float32_input():
+    """Review 03d F7: y off by exactly 1/sqrt(2) is a sum counted twice (a butterfly started at offset 32), not a
+    vague "normaliser"; fp32 rows whose errors sit at fp16's precision were held in __half. A wrong mean or
+    rstd (an affine error per row) of the same size gets no 16-bit hint."""
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(6, 1000, dtype=torch.float64, generator=g) * 3 + 1
+    mu, var = x.mean(1, keepdim=True), x.var(1, unbiased=False, keepdim=True)
+    y = (x - mu) / torch.sqrt(var + 1e-5)
+    doubled = compare(((x - mu) / torch.sqrt(2 * var + 1e-5)).float(), y, TOL, x_dtype=torch.float32).message
+    assert "came out twice its value" in doubled and "offset equal to the warp size" in doubled
+    halved = compare(((x - mu) / torch.sqrt(var / 4 + 1e-5)).float(), y, TOL, x_dtype=torch.float32).message
+    assert "came out 1/4 of its value" in halved and "4*N" in halved
+    other = compare(((x - mu) / torch.sqrt(1.3 * var + 1e-5)).float(), y, TOL, x_dtype=torch.float32).message
+    assert "the normaliser is wrong" in other and "came out" not in other
+    half_x = ((x.half().double() - mu) / torch.sqrt(var + 1e-5)).float()
+    assert "16-bit type somewhere" in compare(half_x, y, TOL, x_dtype=torch.float32).message
+    assert "16-bit type" not in compare(half_x, y, TOL, x_dtype=torch.bfloat16).message
+    shifted = ((x - mu - x[:, :1] / 1000) / torch.sqrt(var + 1e-5)).float()    # one element counted twice in the mean
+    m = compare(shifted, y, TOL, x_dtype=torch.float32)
+    assert not m.ok and "16-bit" not in m.message
+
+
 def test_the_large_mean_hint_needs_rows_whose_mean_is_far_larger():
     """'Only rows with a large mean are wrong' is said where the wrong rows' mean is far above the right ones'
     (review 05d: outliers in some rows of y, whose means differ by chance, drew it)."""

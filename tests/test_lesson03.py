@@ -204,6 +204,43 @@ def test_racecheck_report_is_read_and_said_in_words():
         parse_report("Segmentation fault", {})
 
 
+# Verbatim from compute-sanitizer memcheck on an H100 (host frames and three more errors cut): review 03d's B21,
+# `__shared__ float partial[16]` written by the 22nd warp of a 704-thread block, inside the __device__ block_sum.
+LAYERNORM_BLOCK = "float *, float *, float *, const float *, const float *, const float *, int, int, float"
+MEMCHECK_OUTPUT = f"""========= COMPUTE-SANITIZER
+========= Invalid __shared__ write of size 4 bytes
+=========     at block_sum(float, {BLOCK_SUM}, float *)+0x1f90 in kernel.cu:11
+=========     by thread (704,0,0) in block (0,0,0)
+=========     Access to 0x458 is out of bounds
+=========         Device Frame: void layernorm_block<(int)16, (bool)1>({LAYERNORM_BLOCK})+0x1d90 in kernel.cu:50
+=========         Device Frame: layernorm_block_k16_vec+0x10 in kernel.cu:106
+=========     Saved host backtrace up to driver entry point at kernel launch time
+========= 
+========= ERROR SUMMARY: 4 errors
+"""
+
+
+def test_memcheck_report_names_the_kernel_that_called_the_device_function():
+    """Review 03d F5: the `at` line names block_sum; the kernel is in the device frames, not the first one
+    recorded (k4_vec, whose blocks have no thread 704)."""
+    from autograder.racecheck import parse_memcheck
+
+    src = "\n" * 10 + "    if (warp.thread_rank() == 0) partial[warp.meta_group_rank()] = v;\n"
+    sources = {"layernorm_block_k4_vec": src, "layernorm_block_k4": src, "layernorm_block_k16_vec": src}
+    errors, first = parse_memcheck(MEMCHECK_OUTPUT, sources)
+    assert errors == 4
+    assert first == ("a 4-byte write of shared memory outside every allocation, in layernorm_block_k16_vec line 11 "
+                     "`if (warp.thread_rank() == 0) partial[warp.meta_group_rank()] = v;` (thread (704,0,0) of "
+                     "block (0,0,0))")
+    # no frame names a recorded kernel: the line is quoted from the one source without naming a kernel
+    bare = MEMCHECK_OUTPUT.replace("layernorm_block_k16_vec+", "something_else+")
+    _, first = parse_memcheck(bare, sources)
+    assert ", in line 11 `if (warp.thread_rank()" in first and "layernorm_block_k" not in first
+    _, first = parse_memcheck(bare, {"a": src, "b": "other"})
+    assert ", at line 11 of the CUDA C (thread" in first
+    assert parse_memcheck("========= ERROR SUMMARY: 0 errors", {}) == (0, "")
+
+
 def test_racecheck_records_launches_without_running_them_and_keeps_the_bytes_around_a_view():
     from autograder.racecheck import _unpack, recording_cuda_launches
 

@@ -331,11 +331,12 @@ def _exercise(id, title, functions, cases, error_hints=()) -> Exercise:
     return register(ex)
 
 
-def _sanity(check_ok):
-    """A valid call first: an untouched stub must not earn the points of given validation code."""
+def _sanity(check_ok, valid: str):
+    """A valid call first: an untouched stub must not earn the points of given validation code. `valid` says
+    which call, for the message."""
     ok, msg = check_ok()
     if not ok:
-        raise Fail(f"a valid call failed first: {msg}")
+        raise Fail(f"a valid call ({valid}) failed first: {msg}")
 
 
 # ------------------------------------------------------------------------------- 1. batch_norm
@@ -552,7 +553,7 @@ def _bn_error_case(name, shape, training=True, seed=0, running=True) -> Case:
     def body(ns):
         fn = ns["batch_norm"]
         ok, msg = _bn_case(BN("sanity", (4, 3), seed=seed)).run(ns)
-        _sanity(lambda: (ok, msg))
+        _sanity(lambda: (ok, msg), "x of 4x3")
         x = _x(shape, F32, _gen(seed))
         C = shape[1]
         rm, rv = (torch.zeros(C), torch.ones(C)) if running else (None, None)
@@ -596,9 +597,10 @@ def _empty_batch_case(ex_id: str, name: str, shape, groups=None, dtype=F32, seed
     def body(ns):
         C = shape[1]
         if ex_id == "batch_norm":
-            _sanity(lambda: _bn_case(BN("sanity", (4, 3), seed=seed)).run(ns))
+            _sanity(lambda: _bn_case(BN("sanity", (4, 3), seed=seed)).run(ns), "x of 4x3")
         else:
-            _sanity(lambda: _gn_case(GN("sanity", (2, 4, 3), None if groups is None else 2, seed=seed)).run(ns))
+            _sanity(lambda: _gn_case(GN("sanity", (2, 4, 3), None if groups is None else 2, seed=seed)).run(ns),
+                    "x of 2x4x3")
         g = _gen(seed)
         x = _x(shape, dtype, g)
         w, b = _affine_params(C, dtype, g, "both")
@@ -815,7 +817,7 @@ def _bnm_case(s: BNM) -> Case:
 
 def _bnm_initial_case(name, kwargs, seed=0) -> Case:
     def body(ns):
-        _sanity(lambda: _bnm_case(BNM("sanity", (4, 3), dict(kwargs), steps="te", seed=seed)).run(ns))
+        _sanity(lambda: _bnm_case(BNM("sanity", (4, 3), dict(kwargs), steps="te", seed=seed)).run(ns), "x of 4x3")
         C = 5
         mod = _new_module(ns, C, kwargs)    # as built: the dtypes of its state are checked
         ref = nn.BatchNorm1d(C, **kwargs)
@@ -903,7 +905,7 @@ def _bnm_resume_case(name, seed) -> Case:
 
 def _bnm_bad_channels_case(name, seed) -> Case:
     def body(ns):
-        _sanity(lambda: _bnm_case(BNM("sanity", (4, 3), steps="t", seed=seed)).run(ns))
+        _sanity(lambda: _bnm_case(BNM("sanity", (4, 3), steps="t", seed=seed)).run(ns), "x of 4x3")
         mod = _new_module(ns, 3, {}, F32)
         x = _x((4, 5, 2), F32, _gen(seed))
         return True, _expect_error("batch_norm_module", lambda: mod(x),
@@ -913,7 +915,7 @@ def _bnm_bad_channels_case(name, seed) -> Case:
 
 def _bnm_batch_of_one_case(name, seed) -> Case:
     def body(ns):
-        _sanity(lambda: _bnm_case(BNM("sanity", (4, 3), steps="t", seed=seed)).run(ns))
+        _sanity(lambda: _bnm_case(BNM("sanity", (4, 3), steps="t", seed=seed)).run(ns), "x of 4x3")
         mod = _new_module(ns, 3, {}, F32)
         x = _x((1, 3), F32, _gen(seed))
         res = _expect_error("batch_norm_module", lambda: mod(x),
@@ -1108,7 +1110,7 @@ def _ln_bad_case(kind: str, name: str, bad: str, seed: int) -> Case:
     fname = "layer_norm" if kind == "layer" else "rms_norm"
 
     def body(ns):
-        _sanity(lambda: _ln_case(kind, LN("sanity", (3, 8), 8, seed=seed)).run(ns))
+        _sanity(lambda: _ln_case(kind, LN("sanity", (3, 8), 8, seed=seed)).run(ns), "x of 3x8")
         fn = ns[fname]
         x = _x((4, 6, 8), F32, _gen(seed))
         if bad == "shape":
@@ -1297,7 +1299,7 @@ def _gn_bad_case(name, shape, groups, what, must_say=None, seed=0, weight_shape=
     inst = groups is None
 
     def body(ns):
-        _sanity(lambda: _gn_case(GN("sanity", (2, 4, 3), None if inst else 2, seed=seed)).run(ns))
+        _sanity(lambda: _gn_case(GN("sanity", (2, 4, 3), None if inst else 2, seed=seed)).run(ns), "x of 2x4x3")
         fn = ns["instance_norm" if inst else "group_norm"]
         x = _x(shape, F32, _gen(seed))
         w = None if weight_shape is None else torch.ones(weight_shape)
@@ -1402,7 +1404,7 @@ def _normalize_case(name, shape, dims, dtype=F32, eps=1e-5, center=True, scale=1
 
 def _normalize_bad_case(name, dims, seed) -> Case:
     def body(ns):
-        _sanity(lambda: _normalize_case("sanity", (3, 8), -1, seed=seed).run(ns))
+        _sanity(lambda: _normalize_case("sanity", (3, 8), -1, seed=seed).run(ns), "x of 3x8")
         x = _x((3, 4, 5), F32, _gen(seed))
         return True, _expect_error("normalize", lambda: ns["normalize"](x, dims, 1e-5, True),
                                    f"dims={dims!r} for x of 3 dims (keep the given canonical_dims call first)")

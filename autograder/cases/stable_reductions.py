@@ -280,10 +280,13 @@ def softmax_input(s: SoftmaxSpec) -> torch.Tensor:
     return x.to(s.dtype)
 
 
-def _bad_call(fn: Callable, args: tuple, sanity: Callable[[], tuple[bool, str]], expect: str) -> tuple[bool, str]:
+def _bad_call(fn: Callable, args: tuple, sanity: Callable[[], tuple[bool, str]], expect: str,
+              valid: str) -> tuple[bool, str]:
+    """A bad call must raise; first a valid one (`valid` says which, for the message) must work, so that an
+    untouched stub does not earn the points of the given validation."""
     ok, msg = sanity()
     if not ok:
-        return False, f"a valid call failed first: {msg}"
+        return False, f"a valid call ({valid}) failed first: {msg}"
     try:
         with student_call():
             fn(*args)
@@ -301,7 +304,7 @@ def _softmax_case(s: SoftmaxSpec) -> Case:
         if s.bad:
             good = SoftmaxSpec("sanity", (3, 9), seed=s.seed)
             return _bad_call(fn, (torch.arange(12).reshape(3, 4), -1), lambda: _softmax_run(fn, good),
-                             "the given check_float_tensor(x) rejects integer tensors")
+                             "the given check_float_tensor(x) rejects integer tensors", "x of 3x9, dim -1")
         return _softmax_run(fn, s)
     return Case(s.name, run)
 
@@ -338,6 +341,8 @@ SOFTMAX_SPECS = [
                 hint="(softmax along dim=0: each column sums to 1; use the dim argument for max and sum)"),
     SoftmaxSpec("dim=1 of a 3-D (3, 6, 4) tensor", (3, 6, 4), dim=1, scale=5.0, seed=11,
                 hint="(softmax along dim=1: reduce over that dim, keepdim=True to broadcast back)"),
+    SoftmaxSpec("dim=-2 of a 3-D (2, 7, 3) tensor", (2, 7, 3), dim=-2, scale=5.0, seed=17,
+                hint="(dim=-2 is the second-to-last dim, as in torch.softmax: pass dim itself to max and sum)"),
     SoftmaxSpec("masked entries (-inf) in every row", (5, 33), kind="masked", scale=3.0, seed=12,
                 hint="(exp(-inf - max) = 0: a masked entry gets probability 0)"),
     SoftmaxSpec("bf16, N=1000, |x|~2 (compute in fp32)", (4, 1000), BF16, scale=2.0, seed=15,
@@ -502,7 +507,7 @@ def _stream_case(s: SoftmaxSpec) -> Case:
         if s.bad:
             good = SoftmaxSpec("sanity", (3, 9), chunk=4, seed=s.seed)
             return _bad_call(fn, (torch.randn(3, 9), 0), lambda: _stream_run(ns, fn, good),
-                             "the given check_rows(x, chunk) rejects chunk < 1")
+                             "the given check_rows(x, chunk) rejects chunk < 1", "x of 3x9, chunk 4")
         return _stream_run(ns, fn, s)
     return Case(s.name, run)
 
@@ -908,7 +913,7 @@ def _var_case(s: VarSpec) -> Case:
         if s.bad:
             good = VarSpec("sanity", (3, 20), chunk=8, seed=s.seed)
             return _bad_call(fn, (torch.randn(3, 9), 0, 1), lambda: _var_run(ns, fn, good),
-                             "the given check_rows(x, chunk) rejects chunk < 1")
+                             "the given check_rows(x, chunk) rejects chunk < 1", "x of 3x20, chunk 8")
         return _var_run(ns, fn, s)
     return Case(s.name, run)
 
@@ -1245,7 +1250,8 @@ def _lane_case(s: LaneSpec) -> Case:
             good = LaneSpec("sanity", "sum", seed=s.seed)
             arg = torch.randn(64) if s.kind == "bad64" else (torch.randn(WARP), torch.randn(16))
             return _bad_call(fn, (arg, _add), lambda: _lane_run(fn, good),
-                             "the given check_lanes(values) rejects states without a leading lane dim of 32")
+                             "the given check_lanes(values) rejects states without a leading lane dim of 32",
+                             "32 lanes of sums")
         return _lane_run(fn, s)
     return Case(s.name, run)
 
