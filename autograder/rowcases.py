@@ -411,12 +411,16 @@ def judge_compile(src, kernels: tuple) -> tuple[bool, str]:
 
 
 _SYNC_MASK = re.compile(r"\b(__\w+_sync)\s*\(\s*(0[xX][0-9a-fA-F]+|\d+)[uUlL]*\s*,")
+_BALLOT_MASK = re.compile(r"\b([A-Za-z_]\w*)\s*=\s*__ballot_sync\s*\(")
+_SYNC_NAMED = re.compile(r"\b(__\w+_sync)\s*\(\s*([A-Za-z_]\w*)\s*,")
 
 
 def partial_warp_masks(src: str) -> str:
-    """A note (no points) for each warp intrinsic called with a literal mask that leaves out lanes: every lane that
+    """A note (no points) for each warp intrinsic called with a mask that may leave out lanes: every lane that
     calls `__shfl_xor_sync(mask, ...)` must be in the mask, and a warp whose 32 lanes call it with 0x0000ffff is
-    undefined behaviour that may still give the right numbers (no sanitizer sees it on an H100). '' when none."""
+    undefined behaviour that may still give the right numbers (no sanitizer sees it on an H100). A literal mask is
+    counted; a mask computed by __ballot_sync (review 03d F4: `__ballot_sync(~0u, lane < C)` while every lane
+    shuffles) is named with a question. '' when none."""
     code = re.sub(r"//[^\n]*|/\*.*?\*/", lambda m: re.sub(r"[^\n]", " ", m.group()), src, flags=re.S)
     notes = []
     for m in _SYNC_MASK.finditer(code):
@@ -424,6 +428,13 @@ def partial_warp_masks(src: str) -> str:
         if mask != 0xFFFFFFFF:
             line = code.count("\n", 0, m.start()) + 1
             notes.append(f"{m.group(1)}({m.group(2)}, ...) on line {line} names {bin(mask).count('1')} of 32 lanes")
+    ballots = {m.group(1) for m in _BALLOT_MASK.finditer(code)}
+    for m in _SYNC_NAMED.finditer(code):
+        if m.group(2) in ballots:
+            line = code.count("\n", 0, m.start()) + 1
+            notes.append(f"{m.group(1)}({m.group(2)}, ...) on line {line} takes its mask from __ballot_sync: is "
+                         f"every lane that reaches it in {m.group(2)}?")
+    notes = list(dict.fromkeys(notes))   # two shuffles on one line: one note
     if not notes:
         return ""
     return ("; note (no points): " + "; ".join(notes[:3]) + ". Every lane that calls a warp intrinsic must be in its "

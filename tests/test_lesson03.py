@@ -116,6 +116,11 @@ def test_a_partial_warp_mask_gets_a_note_not_a_failure():
     assert partial_warp_masks(full) == ""
     note = partial_warp_masks("int a;\n  v += __shfl_xor_sync(0x0000ffffu, v, 8);\n  /* __any_sync(3, p) */")
     assert note.startswith("; note (no points): __shfl_xor_sync(0x0000ffff, ...) on line 2 names 16 of 32 lanes")
+    ballot = ("unsigned mask = __ballot_sync(0xffffffff, lane < C);\n"
+              "for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(mask, v, o);\n")   # review 03d S21
+    assert partial_warp_masks(ballot).startswith("; note (no points): __shfl_xor_sync(mask, ...) on line 2 takes "
+                                                 "its mask from __ballot_sync: is every lane that reaches it in mask?")
+    assert partial_warp_masks(ballot.replace("(mask, v", "(0xffffffff, v")) == ""
     for ex in for_lesson(LESSON):   # the lesson's own kernels name whole warps
         assert partial_warp_masks(load(ROOT / "solutions" / f"{LESSON}.ipynb")[0][ex.functions[1]]) == ""
 
