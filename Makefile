@@ -4,6 +4,8 @@
 #   make test-gpu   GPU tests (marker `gpu`) with the current Python: no set-up, no network
 #   make bench      benchmark sweep on the GPU -> benchmarks/results/<device>.json + PNG plots
 #   make notebooks  regenerate the student notebooks from solutions/ (nbgrader's machinery)
+#   make grade SUBMISSIONS="subs/*.ipynb" [GRADE_ARGS="--json grades.json --jobs 4"]
+#                   grade submissions with the CLI (default: the student copies in notebooks/, which score 0)
 
 PY       ?= python3
 VENV     := .venv
@@ -17,8 +19,10 @@ EXTRAS   := dev,instructor
 TEST_JOBS ?= 4
 # test-gpu / bench run where the GPU is, with whatever Python has torch+triton there.
 RUNPY    ?= $(if $(wildcard $(VPY)),$(VPY),$(PY))
+SUBMISSIONS ?= notebooks/*.ipynb
+GRADE_ARGS  ?=
 
-.PHONY: setup lab test test-gpu bench notebooks check-notebooks grade clean
+.PHONY: setup lab test test-gpu bench notebooks grade clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -45,7 +49,7 @@ notebooks: setup
 	$(VPY) tools/make_notebooks.py
 
 grade: setup
-	$(VPY) -m autograder grade notebooks/*.ipynb
+	$(VPY) -m autograder grade $(SUBMISSIONS) $(GRADE_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

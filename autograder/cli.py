@@ -1,4 +1,4 @@
-"""python -m autograder grade PATH... [--json FILE] [--timeout S] [--exercise ID] [--lesson L] [--jobs N]
+"""python -m autograder grade PATH... [--json FILE] [--timeout S] [--cell-timeout S] [--exercise ID] [--lesson L] [--jobs N]
 
 Grades notebooks with runtime dependencies only. Each exercise runs in its own process (its own session, its
 input closed) with a timeout, so a crash (even a CUDA illegal address), a hang or a process left behind loses
@@ -6,8 +6,8 @@ only that exercise; the cases graded before a crash keep their result, and the m
 notebook's loading) that crashed or ran out of time. Cases that cannot run here (needs a GPU) are reported as
 skipped, never as passed. A cell of the notebook that runs longer than --cell-timeout is stopped and recorded
 as a cell error, and not run again for the notebook's other exercises. Every path is checked before anything is graded, the JSON is rewritten after each
-notebook, and the exit status is 0 when every exercise was graded, 3 when one crashed or timed out or a file
-could not be read (the JSON lists them all), 2 for a bad command line.
+notebook, and the exit status is 0 when every exercise was graded, 3 when one crashed, timed out or wrote an
+invalid result or a file could not be read (the JSON lists them all), 2 for a bad command line, 130 after Ctrl-C.
 
 Grading runs the submission's code in the grading process, as Jupyter and nbgrader do: a student who writes code
 against the grader can change what it reports. Lines of a submission that touch the grader and are not in the
@@ -24,13 +24,14 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 from .registry import EXERCISES, for_lesson, get, lessons
 
 ROOT = Path(__file__).resolve().parent.parent
-CRASHED = ("crashed", "timeout", "unreadable", "invalid")
+CRASHED = ("crashed", "timeout", "unreadable", "invalid", "interrupted")
 CELL_TIMEOUT = 60.0   # seconds a notebook cell may run while the worker loads it (only definitions run there)
 # code that reaches into the grader or the process (patching it, or rewriting its result file)
 SUSPICIOUS = re.compile(r"\bautograder\b|\batexit\b|sys\.argv|os\._exit|\bdef check\b|\bcheck\s*=[^=]|"
@@ -102,6 +103,21 @@ def grade_in_subprocess(path: Path, ex, timeout: float, gpu: bool = False, cell_
     return result
 
 
+# Ctrl-C in main(): no new worker starts, and the running ones are killed (they run in sessions of their own, so
+# the terminal's SIGINT does not reach them)
+_STOP = threading.Event()
+_RUNNING: set = set()
+_RUNNING_LOCK = threading.Lock()
+
+
+def _stop_workers() -> None:
+    with _RUNNING_LOCK:
+        _STOP.set()
+        running = list(_RUNNING)
+    for proc in running:
+        _kill_group(proc)
+
+
 def _grade_in_subprocess(path: Path, ex, timeout: float, gpu: bool, cell_timeout: float,
                          stopped_cells: dict | None) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
@@ -111,14 +127,20 @@ def _grade_in_subprocess(path: Path, ex, timeout: float, gpu: bool, cell_timeout
                "--skip-cells", json.dumps({str(i): why for i, why in dict(stopped_cells or {}).items()})]
         env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONBREAKPOINT="0")
         with open(log, "w") as sink:
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT, env=env,
-                                    start_new_session=True)
+            with _RUNNING_LOCK:
+                if _STOP.is_set():
+                    return _failed(ex, "interrupted", "not run: grading was interrupted (Ctrl-C)", gpu=gpu)
+                proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
+                                        env=env, start_new_session=True)
+                _RUNNING.add(proc)
             try:
                 proc.wait(timeout=timeout)
                 timed_out = False
             except subprocess.TimeoutExpired:
                 timed_out = True
             _kill_group(proc)
+            with _RUNNING_LOCK:
+                _RUNNING.discard(proc)
         if out.exists():
             result = json.loads(out.read_text())
             if _valid(result, ex):
@@ -182,10 +204,10 @@ def worker(path: str, exercise_id: str, out: str, progress: str | None = None, c
     missing = [n for n in ex.functions if n not in ns]
     why = ""
     if missing and errors:   # the cell that defines it raised: say which, where the case says "not defined"
-        why = f"; the notebook's cells raised: {errors[0]}"
+        why = f"; the notebook's cells raised: {_defining_error(path, missing, errors)}"
     if missing == list(ex.functions) and (other := _lesson_defined(ns, ex.lesson)):
         why += (f"; this notebook defines the functions of lesson {other}, not {ex.lesson}: is it that lesson's "
-                "notebook under another name? (grade it with --lesson)")
+                f"notebook under another name? (grade it with --lesson {other})")
     for c in result["cases"]:
         if why and c["message"].startswith("not defined"):
             c["message"] += why
@@ -193,6 +215,15 @@ def worker(path: str, exercise_id: str, out: str, progress: str | None = None, c
     result["stopped_cells"] = stopped_cells(errors)
     Path(out).write_text(json.dumps(result))
     return 0
+
+
+def _defining_error(path, names: list, errors: list[str]) -> str:
+    """The error of the cell whose code defines one of `names` (`def name`, `name =`), else the first error."""
+    from .notebook import code_cells
+
+    defines = re.compile(r"^\s*(?:def\s+|)(?:" + "|".join(map(re.escape, names)) + r")\b\s*[(=]", re.M)
+    cells = {i for i, src, _ in code_cells(path) if defines.search(src)}
+    return next((e for e in errors if int(e.split(":", 1)[0].split()[1]) in cells), errors[0])
 
 
 def suspicious_lines(path: Path, lesson: str) -> list[str]:
@@ -225,8 +256,9 @@ def _readable(path: Path) -> str | None:
 def main(argv=None) -> int:
     from .runner import format_table
 
-    p = argparse.ArgumentParser(prog="python -m autograder")
-    sub = p.add_subparsers(dest="cmd", required=True)
+    p = argparse.ArgumentParser(prog="python -m autograder", description=__doc__.split("\n\n")[1],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="{grade}")   # _worker is the CLI's own
     g = sub.add_parser("grade", help="grade notebook files")
     g.add_argument("paths", nargs="+", type=Path)
     g.add_argument("--json", type=Path, help="write per-notebook, per-exercise, per-case results here")
@@ -258,17 +290,32 @@ def main(argv=None) -> int:
     unknown = [e for e in a.exercise or () if e not in EXERCISES]
     if unknown:
         p.error(f"unknown exercise {', '.join(unknown)} (known: {', '.join(sorted(EXERCISES))})")
-    problems, plan = [], []
+    if a.json is not None and (a.json.is_dir() or not a.json.parent.is_dir()
+                               or not os.access(a.json.parent, os.W_OK)):
+        p.error(f"--json {a.json}: " + ("is a directory" if a.json.is_dir() else
+                                         f"cannot write a file in {a.json.parent} (no such directory, or not "
+                                         "writable)"))
+    problems, plan, seen = [], [], set()
     for path in a.paths:
+        if path.is_dir():
+            problems.append(f"{path}: is a directory: pass its notebooks ({path}/*.ipynb)")
+            continue
         if not path.is_file():
             problems.append(f"{path}: no such file")
             continue
+        if path.resolve() in seen:
+            print(f"{path}: given twice, graded once", file=sys.stderr)
+            continue
+        seen.add(path.resolve())
         try:
             lesson = a.lesson or lesson_of(path)
         except ValueError as e:
             problems.append(str(e))
             continue
         plan.append((path, lesson))
+    if a.exercise and plan and not any(ex.id in a.exercise for _, lesson in plan for ex in for_lesson(lesson)):
+        problems.append(f"--exercise {', '.join(a.exercise)}: in none of the lessons of the notebooks given "
+                        f"({', '.join(sorted({lesson for _, lesson in plan}))})")
     if problems:
         p.error("nothing was graded:\n  " + "\n  ".join(problems))
 
@@ -311,26 +358,34 @@ def main(argv=None) -> int:
             a.json.write_text(json.dumps(report, indent=1))
 
     pending = {i: sum(1 for t in tasks if t[0] == i) for i in range(len(entries))}
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs)
     try:
         for i, entry in enumerate(entries):
             if pending[i] == 0:
                 finish(entry)
-        with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as pool:
-            stopped = [{} for _ in entries]   # per notebook: cells that ran out of time for one of its exercises
-            futures = {pool.submit(grade_in_subprocess, entries[i]["path"], ex, a.timeout or ex.timeout_s, gpu,
-                                   a.cell_timeout, stopped[i]): (i, k) for i, k, ex in tasks}
-            for fut in concurrent.futures.as_completed(futures):
-                i, k = futures[fut]
-                entries[i]["exercises"][k] = fut.result()
-                pending[i] -= 1
-                if pending[i] == 0:
-                    finish(entries[i])
+        stopped = [{} for _ in entries]   # per notebook: cells that ran out of time for one of its exercises
+        futures = {pool.submit(grade_in_subprocess, entries[i]["path"], ex, a.timeout or ex.timeout_s, gpu,
+                               a.cell_timeout, stopped[i]): (i, k) for i, k, ex in tasks}
+        for fut in concurrent.futures.as_completed(futures):
+            i, k = futures[fut]
+            entries[i]["exercises"][k] = fut.result()
+            pending[i] -= 1
+            if pending[i] == 0:
+                finish(entries[i])
     except KeyboardInterrupt:
+        # queued exercises are dropped and running workers killed: without that, the pool's exit waited for every
+        # exercise queued (review instructor2 F4)
+        pool.shutdown(wait=False, cancel_futures=True)
+        _stop_workers()
         print("\ninterrupted: the JSON holds the notebooks finished so far", file=sys.stderr)
         return 130
+    finally:
+        pool.shutdown(wait=False)
     bad = [(e["path"], r["id"], r["status"]) for e in report["notebooks"] for r in e["exercises"]
            if r["status"] in CRASHED]
     graded = sum(len(e["exercises"]) for e in report["notebooks"])
+    said = [f"{p}: unreadable" for p in dict.fromkeys(p for p, _, s in bad if s == "unreadable")]
+    said += [f"{p} {i}: {s}" for p, i, s in bad if s != "unreadable"]
     print(f"\n{len(report['notebooks'])} notebook(s), {graded} exercise(s): {graded - len(bad)} graded"
-          + (", " + ", ".join(f"{p} {i}: {s}" for p, i, s in bad) if bad else ""))
+          + (", " + ", ".join(said) if said else ""))
     return 3 if bad else 0

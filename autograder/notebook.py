@@ -2,7 +2,7 @@
 
 Cells that only look (tagged `visible-check`, `benchmark` or `figure`) and nbgrader grade cells that are
 not answers (the `check(...)` cells) are skipped, unless their tag is asked for (`run_tags`); IPython magics
-and shell lines are dropped.
+and shell lines do nothing (`strip_magics`), except `%time` and `%%time`, which run their code.
 A cell that raises is recorded and the rest still run, as they would for a student; with `cell_timeout`, a cell
 that runs longer is stopped and recorded the same way (as nbgrader's `interrupt_on_timeout` does).
 """
@@ -13,6 +13,7 @@ import io
 import json
 import linecache
 import os
+import re
 import signal
 import threading
 from pathlib import Path
@@ -28,9 +29,15 @@ class CellTimeout(BaseException):
 def code_cells(path: str | Path, run_tags=()) -> list[tuple[int, str, dict]]:
     path = Path(path)
     try:
-        nb = json.loads(path.read_text())
+        text = path.read_text()
+        nb = json.loads(text)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError(f"cannot read notebook {path}: {e}") from None
+        why = str(e)
+        if isinstance(e, json.JSONDecodeError):
+            why = ("it is empty (0 bytes)" if not text.strip() else
+                   "it is not a notebook's JSON (a .py or other file? open it in Jupyter and save it as .ipynb)"
+                   if path.suffix != ".ipynb" or not text.lstrip().startswith("{") else why)
+        raise ValueError(f"cannot read notebook {path}: {why}") from None
     if isinstance(nb, dict) and nb.get("nbformat", 4) < 4:
         raise ValueError(f"{path} is an nbformat {nb['nbformat']} notebook: convert it with "
                          "`jupyter nbconvert --to notebook --nbformat 4`")
@@ -51,8 +58,74 @@ def code_cells(path: str | Path, run_tags=()) -> list[tuple[int, str, dict]]:
     return out
 
 
+# cell magics whose body runs in the notebook's namespace, as IPython runs it (the others, %%timeit, %%writefile,
+# %%bash..., are not run: their body's names never reach the namespace in IPython either, or they act outside it)
+RUN_BODY_MAGICS = ("time", "capture")
+_CELL_MAGIC = re.compile(r"\s*%%(\w+)")
+_ASSIGNED_MAGIC = re.compile(r"^(\s*)([\w.\[\], ]+?)\s*=\s*[%!](?!=)")
+
+
 def strip_magics(src: str) -> str:
-    return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in src.splitlines())
+    """Python that runs a cell as IPython would, without a kernel: with IPython installed its own transformer
+    (string-aware, the same as Jupyter's), whose `get_ipython()` calls the namespace's stub answers; without it,
+    each magic or shell line becomes `pass` at its indentation (the block around it stays a block), and
+    `x = %timeit -o f()` / `x = !ls` assign None. A `%%time` or `%%capture` header becomes a blank line (the body
+    runs, with its line numbers); the body of any other cell magic does not run."""
+    lines = src.splitlines()
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first is not None and (m := _CELL_MAGIC.match(lines[first])):
+        if m.group(1) not in RUN_BODY_MAGICS:
+            return ""
+        lines[first] = ""
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+    except ImportError:
+        return "\n".join(_plain_line(line) for line in lines)
+    return TransformerManager().transform_cell("\n".join(lines))
+
+
+def _plain_line(line: str) -> str:
+    indent = line[:len(line) - len(line.lstrip())]
+    if (m := _ASSIGNED_MAGIC.match(line)) is not None:
+        return f"{m.group(1)}{m.group(2)} = None"
+    stripped = line.strip()
+    if stripped.startswith("%time "):   # %time runs its statement
+        return indent + stripped[len("%time "):]
+    if stripped.startswith(("%", "!", "?")) or (stripped.endswith("?") and not stripped.startswith("#")):
+        return indent + "pass"
+    return line
+
+
+class _NoIPython:
+    """`get_ipython()` in a notebook run without a kernel: `%time stmt` runs stmt (its names stay, as in IPython),
+    every other magic and shell command does nothing and returns None (`!ls` output: an empty list)."""
+
+    def __init__(self, ns: dict):
+        self.ns = ns
+        self.user_ns = ns
+
+    def run_line_magic(self, name, line, *args, **kwargs):
+        if name == "time" and line.strip():
+            exec(compile(line, "<%time>", "exec"), self.ns)
+        return None
+
+    def run_cell_magic(self, name, line, cell, *args, **kwargs):
+        return None
+
+    def system(self, cmd, *args, **kwargs):
+        return None
+
+    def getoutput(self, cmd, *args, **kwargs):
+        return []
+
+    def __getattr__(self, name):   # anything else a notebook asks of IPython (magic(), events...): a no-op
+        return lambda *args, **kwargs: None
+
+
+def _display(*objs, **kwargs):
+    """display() where IPython is missing: prints the objects, as IPython does in a terminal."""
+    for obj in objs:
+        print(repr(obj))
 
 
 def load(path: str | Path, quiet: bool = True, run_tags=(), cell_timeout: float | None = None,
@@ -67,7 +140,16 @@ def load(path: str | Path, quiet: bool = True, run_tags=(), cell_timeout: float 
     """
     import helpers  # noqa: F401  (switches Triton to the interpreter before any kernel is defined)
 
-    ns: dict = {"__name__": "__notebook__", "__builtins__": __builtins__}
+    # as in Jupyter: __name__ is "__main__" (code under `if __name__ == "__main__":` runs), display() and
+    # get_ipython() exist (the latter's magics are no-ops, see _NoIPython)
+    ns: dict = {"__name__": "__main__", "__builtins__": __builtins__}
+    try:
+        from IPython.display import display
+    except ImportError:
+        display = _display
+    shell = _NoIPython(ns)
+    ns["display"] = display
+    ns["get_ipython"] = lambda: shell
     errors = []
     stem = Path(path).stem
     exit_process, pid = os._exit, os.getpid()

@@ -162,6 +162,9 @@ def run_case(case, ns: dict, hints=ERROR_HINTS) -> tuple[bool, str]:
         return bool(ok), msg
     except CaseSkipped:
         raise
+    except SystemExit as e:   # sys.exit() in student code: this case fails, the others still run
+        return False, (f"called sys.exit({'' if e.code is None else repr(e.code)}): a function the grader calls must "
+                       "return (or raise an exception), not end the program")
     except Exception as e:  # student code raised: report it where it happened
         where = next((f" (in {fr.name}, line {fr.lineno})" for fr in reversed(_frames(e))
                       if not fr.filename.endswith(".py") or "<" in fr.filename), "")

@@ -192,6 +192,19 @@ def test_cli_checks_every_path_before_grading(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(good), "--exercise", "rms_nrom"],
                           capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 2 and "unknown exercise rms_nrom" in proc.stderr
+    # review instructor2: a directory, an exercise of no lesson given, a --json that cannot be written (it was found
+    # only after grading) are refused before anything runs
+    for args, said in [([str(tmp_path)], f"{tmp_path}: is a directory: pass its notebooks"),
+                       ([str(good), "--exercise", "rmsnorm_fwd"],
+                        "--exercise rmsnorm_fwd: in none of the lessons of the notebooks given (01_pytorch_norms)"),
+                       ([str(good), "--json", str(tmp_path / "gone" / "x.json")], "cannot write a file in"),
+                       ([str(good), "--json", str(tmp_path)], "is a directory")]:
+        proc = subprocess.run([sys.executable, "-m", "autograder", "grade", *args], capture_output=True, text=True,
+                              cwd=ROOT)
+        assert proc.returncode == 2 and said in proc.stderr, proc.stderr
+    help_text = subprocess.run([sys.executable, "-m", "autograder", "--help"], capture_output=True, text=True,
+                               cwd=ROOT).stdout
+    assert "_worker" not in help_text and "Grades notebooks" in help_text
 
 
 def test_student_call_restores_everything_when_a_patch_fails(monkeypatch):
@@ -585,3 +598,103 @@ def test_a_bad_input_case_whose_valid_call_fails_names_that_call(lesson, exercis
     assert bad
     rows = grade(ex, ns, cases=bad, gpu=False)["cases"]
     assert all(not r["passed"] and f"a valid call ({valid}) failed first" in r["message"] for r in rows), rows
+
+
+@pytest.mark.parametrize("ipython", [True, False])
+def test_magics_display_and_main_guard_run_as_in_jupyter(tmp_path, monkeypatch, ipython):
+    """Review instructor2 F1/F2/F8: a %timeit inside a loop, `t = %timeit -o ...`, `files = !ls`, `f?`, `%time`,
+    `%%time` and `%%writefile` cells, display() and get_ipython() in a function, code under
+    `if __name__ == "__main__":`: Jupyter runs them all; the grader lost the whole cell (an empty block, a syntax
+    error) or the function (NameError). With IPython installed its own transformer is used, without it the grader's
+    line rules."""
+    if not ipython:
+        for name in ("IPython", "IPython.display", "IPython.core.inputtransformer2"):
+            monkeypatch.setitem(__import__("sys").modules, name, None)
+    monkeypatch.chdir(tmp_path)
+    solution = ROOT / "solutions" / "02_stable_reductions.ipynb"
+    extra = [
+        "for n in (1, 2):\n    %timeit stable_softmax(torch.randn(4, n))\nt = %timeit -o stable_softmax(torch.ones(2, 2))\n"
+        "files = !ls\nstable_softmax?\n%time probe = stable_softmax(torch.ones(2, 3))\nafter_magics = 1\n",
+        "%%time\nfrom_time_cell = 2\n",
+        "%%writefile written.txt\nnot_python = [\n",
+        "if __name__ == '__main__':\n    main_guard = 3\nget_ipython().run_line_magic('matplotlib', 'inline')\n",
+    ]
+    nb = json.loads(solution.read_text())
+    nb["cells"] += [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": s}
+                    for s in extra]
+    path = write_variant(tmp_path, [("    check_float_tensor(x, \"x\")\n",
+                                     "    check_float_tensor(x, \"x\")\n    display(x.shape)\n")], src=solution)
+    nb_variant = json.loads(path.read_text())
+    nb_variant["cells"] += nb["cells"][len(nb_variant["cells"]):]
+    path.write_text(json.dumps(nb_variant))
+    ns, errors = load(path)
+    assert errors == []
+    assert ns["after_magics"] == 1 and ns["t"] is None and tuple(ns["probe"].shape) == (2, 3)
+    assert ns["from_time_cell"] == 2 and ns["main_guard"] == 3 and "not_python" not in ns
+    assert not (tmp_path / "written.txt").exists()
+    result = grade(get("stable_softmax"), ns, gpu=False)
+    assert result["earned"] == result["possible"], [c for c in result["cases"] if not c["passed"]][:1]
+
+
+def test_an_interrupted_check_keeps_the_points_so_far_and_shows_no_grader_code(capsys):
+    """Review instructor2 F3: nbgrader interrupts a cell at its timeout; the KeyboardInterrupt ran up through the
+    hidden cases' frames, and the feedback showed their code. check() now ends the table at the stopped case and
+    returns the points earned before it. sys.exit() in a graded function fails its case only (F9)."""
+    ns, errors = load(ROOT / "solutions" / "02_stable_reductions.ipynb")
+    assert not errors
+    right, calls = ns["stable_softmax"], []
+
+    def hangs_on_the_third_call(x, dim=-1):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt   # what nbgrader's interrupt raises in a loop that never ends
+        return right(x, dim)
+    ns["stable_softmax"] = hangs_on_the_third_call
+    points = check("stable_softmax", ns)
+    out = capsys.readouterr().out
+    rows = points.result["cases"]
+    assert [r["passed"] for r in rows[:2]] == [True, True] and float(points) == sum(r["points"] for r in rows[:2])
+    assert rows[2]["message"].startswith("stopped here: interrupted") and "stopped here" in out
+    assert all(r["message"] == "not run: grading was interrupted before it" for r in rows[3:])
+    assert len(rows) == len(get("stable_softmax").cases) and "Traceback" not in out
+
+    def exits(x, dim=-1):
+        import sys
+        sys.exit(1)
+    ns["stable_softmax"] = exits
+    rows = grade(get("stable_softmax"), ns, gpu=False)["cases"]
+    assert all(not r["passed"] and r["message"].startswith("called sys.exit(1)") for r in rows[:-1]), rows[0]
+
+
+def test_ctrl_c_stops_the_cli_at_once(tmp_path):
+    """Review instructor2 F4: after Ctrl-C the pool still ran every queued exercise (the workers live in sessions of
+    their own, so the terminal's SIGINT never reaches them) before exiting. Now the running workers are killed and
+    the queue dropped."""
+    import signal, subprocess, sys, time
+    nb = json.loads((ROOT / "solutions" / "02_stable_reductions.ipynb").read_text())
+    nb["cells"].append({"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+                        "source": "import time\ntime.sleep(40)\n"})
+    path = tmp_path / "02_stable_reductions.ipynb"
+    path.write_text(json.dumps(nb))
+    proc = subprocess.Popen([sys.executable, "-m", "autograder", "grade", str(path), "--cell-timeout", "45",
+                             "--timeout", "100"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(8)                    # the first exercise's worker sleeps in its cell; four more are queued
+    start = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted" in err
+    assert time.monotonic() - start < 15
+
+
+def test_a_missing_function_is_blamed_on_the_cell_that_defines_it(tmp_path):
+    """Review instructor2 F7: "not defined: welford_merge; the notebook's cells raised: cell 2: No module named
+    'seaborn'" quoted the first error, not the cell whose `def welford_merge` failed to compile."""
+    from autograder.cli import _defining_error
+    cells = ["import seaborn\n", "def welford_update(state, x):\n    return state\n",
+             "def welford_merge(a, b)\n    return a\n"]
+    path = tmp_path / "02_stable_reductions.ipynb"
+    path.write_text(json.dumps({"nbformat": 4, "cells": [
+        {"cell_type": "code", "metadata": {}, "source": s, "outputs": [], "execution_count": None} for s in cells]}))
+    errors = ["cell 0: ModuleNotFoundError: No module named 'seaborn'", "cell 2: SyntaxError: expected ':'"]
+    assert _defining_error(path, ["welford_merge"], errors) == errors[1]
+    assert _defining_error(path, ["welford_empty"], errors) == errors[0]
