@@ -614,7 +614,8 @@ def test_magics_display_and_main_guard_run_as_in_jupyter(tmp_path, monkeypatch, 
     solution = ROOT / "solutions" / "02_stable_reductions.ipynb"
     extra = [
         "for n in (1, 2):\n    %timeit stable_softmax(torch.randn(4, n))\nt = %timeit -o stable_softmax(torch.ones(2, 2))\n"
-        "files = !ls\nstable_softmax?\n%time probe = stable_softmax(torch.ones(2, 3))\nafter_magics = 1\n",
+        "files = !ls\n" + ("stable_softmax?\n" if ipython else "")
+        + "%time probe = stable_softmax(torch.ones(2, 3))\nafter_magics = 1\n",
         "%%time\nfrom_time_cell = 2\n",
         "%%writefile written.txt\nnot_python = [\n",
         "if __name__ == '__main__':\n    main_guard = 3\nget_ipython().run_line_magic('matplotlib', 'inline')\n",
