@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 
 from .registry import get, for_lesson, lessons, EXERCISES  # noqa: F401
-from .runner import grade, format_table
+from .runner import grade, format_table, unfinished
 from .harness import run_guarded  # noqa: F401  (visible checks: out-of-bounds stores reported, not crashing)
 
 
@@ -34,32 +34,18 @@ def check(exercise_id: str, ns: dict | None = None) -> CheckResult:
     if ns is None:
         frame = inspect.currentframe().f_back
         ns = frame.f_globals
-    seen = {"case": None, "rows": []}
-
-    def on_case(name, rows):
-        seen["case"], seen["rows"] = name, list(rows)
+    progress: dict = {}   # the rows graded before the running case (grade's own list)
     try:
-        result = grade(ex, ns, on_case=on_case)
+        result = grade(ex, ns, on_case=lambda name, rows: progress.update(rows=rows))
     except KeyboardInterrupt:
         # Jupyter's interrupt, or nbgrader's at its cell timeout (interrupt_on_timeout): the cases graded so far
         # keep their points, and no traceback runs through the hidden cases' code (nbgrader's feedback shows it)
-        result = stopped(ex, seen["rows"], seen["case"])
+        from helpers.env import on_gpu
+        result = unfinished(ex, "stopped", "stopped here: interrupted (the cell ran past its time limit, or Ctrl-C): "
+                            "is there a loop that never ends, or a call that waits forever?", progress.get("rows"),
+                            on_gpu(), "not run: grading was interrupted before it")
     print(format_table(result))
     return CheckResult(result)
 
 
-def stopped(ex, rows: list, case: str | None) -> dict:
-    """The result of an exercise whose grading was interrupted in `case`: the rows before it, that case failed,
-    the cases after it not run."""
-    rows = list(rows)
-    for c in ex.cases[len(rows):]:
-        message = ("stopped here: interrupted (the cell ran past its time limit, or Ctrl-C): is there a loop that "
-                   "never ends, or a call that waits forever?" if c.name == case
-                   else "not run: grading was interrupted before it")
-        rows.append({"name": c.name, "points": c.points, "passed": False, "skipped": False, "message": message})
-    return {"id": ex.id, "title": ex.title, "earned": sum(c["points"] for c in rows if c["passed"]),
-            "possible": ex.points, "skipped": sum(c["points"] for c in rows if c["skipped"]), "status": "stopped",
-            "cases": rows}
-
-
-__all__ = ["check", "stopped", "run_guarded", "grade", "format_table", "get", "for_lesson", "lessons", "CheckResult"]
+__all__ = ["check", "run_guarded", "grade", "format_table", "get", "for_lesson", "lessons", "CheckResult"]

@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 from .registry import EXERCISES, for_lesson, get, lessons
+from .runner import unfinished
 
 ROOT = Path(__file__).resolve().parent.parent
 CRASHED = ("crashed", "timeout", "unreadable", "invalid", "interrupted")
@@ -52,22 +53,6 @@ def lesson_of(path: Path) -> str:
             return lesson
     raise ValueError(f"{path}: no lesson matches its name (known: {', '.join(lessons())}); name the lesson "
                      "with --lesson")
-
-
-def _failed(ex, status: str, message: str, done: list | None = None, gpu: bool = False, rest: str = "") -> dict:
-    """A result for an exercise whose process did not finish: the cases it graded before (done) keep their
-    rows; the next fails with `message`, the others with `rest` (default: the same), except the cases that could
-    not run here anyway (skipped)."""
-    from .runner import skip_reason
-
-    rows = list(done or [])
-    for k, c in enumerate(ex.cases[len(rows):]):
-        reason = skip_reason(c, gpu)
-        rows.append({"name": c.name, "points": c.points, "passed": False, "skipped": bool(reason),
-                     "message": f"skipped: {reason}" if reason else (message if k == 0 or not rest else rest)})
-    return {"id": ex.id, "title": ex.title, "earned": sum(r["points"] for r in rows if r["passed"]),
-            "possible": ex.points, "skipped": sum(r["points"] for r in rows if r["skipped"]), "status": status,
-            "cases": rows, "cell_errors": [], "seconds": 0.0}
 
 
 def _valid(result: dict, ex) -> bool:
@@ -129,7 +114,7 @@ def _grade_in_subprocess(path: Path, ex, timeout: float, gpu: bool, cell_timeout
         with open(log, "w") as sink:
             with _RUNNING_LOCK:
                 if _STOP.is_set():
-                    return _failed(ex, "interrupted", "not run: grading was interrupted (Ctrl-C)", gpu=gpu)
+                    return unfinished(ex, "interrupted", "not run: grading was interrupted (Ctrl-C)", gpu=gpu)
                 proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
                                         env=env, start_new_session=True)
                 _RUNNING.add(proc)
@@ -145,7 +130,7 @@ def _grade_in_subprocess(path: Path, ex, timeout: float, gpu: bool, cell_timeout
             result = json.loads(out.read_text())
             if _valid(result, ex):
                 return result
-            return _failed(ex, "invalid", "the grading process wrote a result that does not match this exercise's "
+            return unfinished(ex, "invalid", "the grading process wrote a result that does not match this exercise's "
                                           "cases (the notebook's code changed it?): grade it by hand", gpu=gpu)
         state = json.loads(progress.read_text()) if progress.exists() else {"phase": "starting", "cases": []}
         phase, done = state["phase"], state["cases"]
@@ -157,11 +142,11 @@ def _grade_in_subprocess(path: Path, ex, timeout: float, gpu: bool, cell_timeout
         if timed_out:
             why = "a cell at top level that never ends?" if not done and phase == "loading" else \
                 "an endless loop, or a kernel that never finishes?"
-            return _failed(ex, "timeout", f"timed out after {timeout:g} s {where}: {why} (the other exercises were "
+            return unfinished(ex, "timeout", f"timed out after {timeout:g} s {where}: {why} (the other exercises were "
                                           "graded)", done, gpu, rest)
         code = proc.returncode
         how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
-        return _failed(ex, "crashed", f"the grading process crashed ({how}) {where}: {_crash_summary(log)} (an "
+        return unfinished(ex, "crashed", f"the grading process crashed ({how}) {where}: {_crash_summary(log)} (an "
                                       "out-of-bounds access? the other exercises were graded)", done, gpu, rest)
 
 
@@ -332,7 +317,7 @@ def main(argv=None) -> int:
         why = _readable(path)
         if why:
             entry["status"] = "unreadable"
-            entry["exercises"] = [_failed(ex, "unreadable", f"not graded: {why}", gpu=gpu) for ex in exercises]
+            entry["exercises"] = [unfinished(ex, "unreadable", f"not graded: {why}", gpu=gpu) for ex in exercises]
         else:
             entry["suspicious"] = suspicious_lines(path, lesson)
             tasks += [(len(entries), k, ex) for k, ex in enumerate(exercises)]
@@ -358,6 +343,7 @@ def main(argv=None) -> int:
             a.json.write_text(json.dumps(report, indent=1))
 
     pending = {i: sum(1 for t in tasks if t[0] == i) for i in range(len(entries))}
+    _STOP.clear()
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs)
     try:
         for i, entry in enumerate(entries):

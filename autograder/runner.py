@@ -213,6 +213,20 @@ def grade(ex: Exercise | str, ns: dict, *, gpu: bool | None = None, on_case=None
             "skipped": skipped, "status": "graded", "cases": rows}
 
 
+def unfinished(ex, status: str, message: str, done: list | None = None, gpu: bool = False, rest: str = "") -> dict:
+    """A result for an exercise whose grading did not finish (its process crashed or timed out, or check() was
+    interrupted): the cases graded before (done) keep their rows; the next fails with `message`, the others with
+    `rest` (default: the same), except the cases that could not run here anyway (skipped)."""
+    rows = list(done or [])
+    for k, c in enumerate(ex.cases[len(rows):]):
+        reason = skip_reason(c, gpu)
+        rows.append({"name": c.name, "points": c.points, "passed": False, "skipped": bool(reason),
+                     "message": f"skipped: {reason}" if reason else (message if k == 0 or not rest else rest)})
+    return {"id": ex.id, "title": ex.title, "earned": sum(r["points"] for r in rows if r["passed"]),
+            "possible": ex.points, "skipped": sum(r["points"] for r in rows if r["skipped"]), "status": status,
+            "cases": rows, "cell_errors": [], "seconds": 0.0}
+
+
 @contextlib.contextmanager
 def one_at_a_time(name: str):
     """Within: no other process of this machine is within one_at_a_time(name) (graders side by side, test shards);
