@@ -186,28 +186,49 @@ def worker(path: str, exercise_id: str, out: str, progress: str | None = None, c
     ns, errors = load(path, cell_timeout=cell_timeout, skip_cells=skip_cells or {})
     ex = get(exercise_id)
     result = grade(ex, ns, on_case=note)
-    missing = [n for n in ex.functions if n not in ns]
-    why = ""
-    if missing and errors:   # the cell that defines it raised: say which, where the case says "not defined"
-        why = f"; the notebook's cells raised: {_defining_error(path, missing, errors)}"
-    if missing == list(ex.functions) and (other := _lesson_defined(ns, ex.lesson)):
-        why += (f"; this notebook defines the functions of lesson {other}, not {ex.lesson}: is it that lesson's "
-                f"notebook under another name? (grade it with --lesson {other})")
+    missing = [n for n in ex.functions + ex.uses if n not in ns]
     for c in result["cases"]:
-        if why and c["message"].startswith("not defined"):
-            c["message"] += why
+        if c["message"].startswith("not defined: "):
+            names = c["message"][len("not defined: "):].split(" (", 1)[0].split(", ")
+            if errors:   # the cell that defines it raised: say which
+                c["message"] += f"; the notebook's cells raised: {_defining_error(path, names, errors)}"
+            if set(ex.functions) <= set(missing) and (other := _lesson_defined(ns, ex.lesson)):
+                c["message"] += (f"; this notebook defines the functions of lesson {other}, not {ex.lesson}: is it "
+                                 f"that lesson's notebook under another name? (grade it with --lesson {other})")
+        elif (name := re.search(r"NameError: name '(\w+)' is not defined", c["message"])) and (
+                cell := _skipped_definition(path, name.group(1))):
+            c["message"] += (f" ({name.group(1)} is defined in cell {cell[0]}, tagged {cell[1]}, which the grader "
+                             "does not run: define it in the exercise's own cell)")
     result["cell_errors"] = errors
     result["stopped_cells"] = stopped_cells(errors)
     Path(out).write_text(json.dumps(result))
     return 0
 
 
+def _defines(names) -> re.Pattern:
+    """A line that defines one of `names`: `def name(`, `class name`, `name =`, or an import that binds it."""
+    alt = "|".join(map(re.escape, names))
+    return re.compile(rf"^\s*(?:(?:def|class)\s+(?:{alt})\b|(?:{alt})\s*(?::[^=]*)?=(?!=)|"
+                      rf"(?:from\s+\S+\s+)?import\s.*\b(?:{alt})\s*(?:,|$))", re.M)
+
+
+def _skipped_definition(path, name: str) -> tuple[int, str] | None:
+    """(cell index, tag) of a cell that load() skips (tagged visible-check, benchmark or figure) and that defines
+    `name`: the student ran it in Jupyter, so the name existed there (review instructor2 A19)."""
+    from .notebook import SKIP_TAGS, code_cells
+
+    ran = {i for i, _, _ in code_cells(path)}
+    for i, src, meta in code_cells(path, run_tags=SKIP_TAGS):
+        if i not in ran and _defines([name]).search(src):
+            return i, min(set(meta.get("tags", [])) & SKIP_TAGS)
+    return None
+
+
 def _defining_error(path, names: list, errors: list[str]) -> str:
-    """The error of the cell whose code defines one of `names` (`def name`, `name =`), else the first error."""
+    """The error of the cell whose code defines one of `names` (_defines), else the first error."""
     from .notebook import code_cells
 
-    defines = re.compile(r"^\s*(?:def\s+|)(?:" + "|".join(map(re.escape, names)) + r")\b\s*[(=]", re.M)
-    cells = {i for i, src, _ in code_cells(path) if defines.search(src)}
+    cells = {i for i, src, _ in code_cells(path) if _defines(names).search(src)}
     return next((e for e in errors if int(e.split(":", 1)[0].split()[1]) in cells), errors[0])
 
 
@@ -327,6 +348,8 @@ def main(argv=None) -> int:
         results = entry["exercises"]
         entry["earned"] = sum(r["earned"] for r in results)
         entry["skipped"] = sum(r["skipped"] for r in results)
+        if entry["status"] == "graded" and any(r["status"] != "graded" for r in results):
+            entry["status"] = "partial"   # some of its exercises crashed, timed out or were invalid
         for res in results:
             print(f"\n{entry['path']}"); print(format_table(res))
         errors = next((r.get("cell_errors") for r in results if r.get("cell_errors")), [])

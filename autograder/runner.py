@@ -152,6 +152,31 @@ def _frames(e: BaseException) -> list:
     return [fr for err in chain for fr in traceback.extract_tb(err.__traceback__)]
 
 
+class NotDefinedError(BaseException):
+    """A case asked for one of the exercise's names that the notebook does not define. A BaseException, so that no
+    `except Exception` of a case or of student code turns it into another verdict."""
+
+
+class _WithMissing(dict):
+    """A copy of the student's namespace in which each of the exercise's functions (and those of earlier exercises
+    it uses) that is not defined raises NotDefinedError when a case looks it up (ns[name]; `name in ns` stays
+    False): the cases that do not use it still run. One missing function of two (welford_merge) costs the cases
+    that call it, not its sibling's."""
+
+    def __init__(self, ns: dict, missing: list[str]):
+        super().__init__(ns)
+        self.missing = tuple(missing)
+
+    def __missing__(self, name):
+        if name in self.missing:
+            raise NotDefinedError(_not_defined([name]))
+        raise KeyError(name)
+
+
+def _not_defined(names) -> str:
+    return f"not defined: {', '.join(names)} (run the cell that defines it)"
+
+
 def run_case(case, ns: dict, hints=ERROR_HINTS) -> tuple[bool, str]:
     """One case, never raising: an exception in student code is a failed case with its message (and the first of
     `hints`, (text in the error, hint), that matches it)."""
@@ -162,10 +187,14 @@ def run_case(case, ns: dict, hints=ERROR_HINTS) -> tuple[bool, str]:
         return bool(ok), msg
     except CaseSkipped:
         raise
+    except NotDefinedError as e:
+        return False, str(e)
     except SystemExit as e:   # sys.exit() in student code: this case fails, the others still run
         return False, (f"called sys.exit({'' if e.code is None else repr(e.code)}): a function the grader calls must "
                        "return (or raise an exception), not end the program")
     except Exception as e:  # student code raised: report it where it happened
+        if isinstance(e, NameError) and getattr(e, "name", None) in getattr(ns, "missing", ()):
+            return False, _not_defined([e.name])   # a student function called the missing one (by its globals)
         where = next((f" (in {fr.name}, line {fr.lineno})" for fr in reversed(_frames(e))
                       if not fr.filename.endswith(".py") or "<" in fr.filename), "")
         hint = next((h for pattern, h in hints if pattern in str(e)), "")
@@ -189,6 +218,9 @@ def grade(ex: Exercise | str, ns: dict, *, gpu: bool | None = None, on_case=None
     missing = [n for n in ex.functions if n not in ns]
     stubs = untouched_stubs(ex, ns)
     used_stubs = _used_stubs(ex, ns)
+    absent = missing + [n for n in ex.uses if n not in ns]   # an earlier exercise's function it calls, too
+    if absent and set(ex.functions) - set(ex.given) - set(missing):   # some defined: the cases run on those
+        ns, missing = _WithMissing(ns, absent), []
     rows = []
     broken_by = None   # the case whose CUDA fault broke the context: later CUDA errors are its, not theirs
     for case in ex.cases if cases is None else cases:
@@ -258,8 +290,8 @@ def _grade_case(case, ex, ns, gpu, row, rows, missing, stubs, used_stubs, broken
     reason = skip_reason(case, gpu)
     if reason:
         row.update(skipped=True, message=f"skipped: {reason}")
-    elif missing:
-        row["message"] = f"not defined: {', '.join(missing)} (run the cell that defines it)"
+    elif missing:   # none of the student's functions is defined: no case can run
+        row["message"] = _not_defined(missing)
     elif case.after_passes and (failed := [r["name"] for r in rows if not r["passed"] and not r["skipped"]
                                            and not waits.get(r["name"], False)]):
         why = case.after_passes if isinstance(case.after_passes, str) else (

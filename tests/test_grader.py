@@ -454,13 +454,14 @@ def test_cli_survives_messy_submissions(tmp_path):
     assert list(by_path) == [messy.name, segv.name, unreadable.name]    # the order given
     nb = by_path[messy.name]
     (ex,) = nb["exercises"]
-    assert ex["status"] == "graded" and ex["earned"] == ex["possible"]
+    assert ex["status"] == "graded" and ex["earned"] == ex["possible"] and nb["status"] == "graded"
     assert [e.split(":")[1].strip() for e in ex["cell_errors"]] == ["SystemExit", "SystemExit", "EOFError"]
     first = len(solution["cells"])
     assert nb["suspicious"] == [f"cell {first + 1}: os._exit(0)", f"cell {first + 4}: import autograder.runner as _runner"]
     (ex,) = by_path[segv.name]["exercises"]
     crashed = next(c for c in ex["cases"] if not c["passed"])
     assert ex["status"] == "crashed" and 0 < ex["earned"] < ex["possible"]
+    assert by_path[segv.name]["status"] == "partial"     # the notebook: one of its exercises was not graded
     assert "Segmentation fault" in crashed["message"] and "in stable_softmax" in crashed["message"]
     (ex,) = by_path[unreadable.name]["exercises"]
     assert by_path[unreadable.name]["status"] == "unreadable" and ex["status"] == "unreadable"
@@ -699,3 +700,63 @@ def test_a_missing_function_is_blamed_on_the_cell_that_defines_it(tmp_path):
     errors = ["cell 0: ModuleNotFoundError: No module named 'seaborn'", "cell 2: SyntaxError: expected ':'"]
     assert _defining_error(path, ["welford_merge"], errors) == errors[1]
     assert _defining_error(path, ["welford_empty"], errors) == errors[0]
+
+
+def test_a_missing_function_costs_only_the_cases_that_use_it(tmp_path):
+    """Review instructor2 F7 (A28): a syntax error in welford_merge's cell cost the correct welford_update its
+    points. Now the cases that use only the functions that are defined run; those that use the missing one (a case
+    looking it up, or a student function calling it) say "not defined", with the error of the cell that defines it;
+    so do var_mean_welford's, which calls welford_merge."""
+    import tempfile
+
+    from autograder.cli import worker
+
+    path = write_variant(tmp_path, [("def welford_merge(a, b):", "def welford_merge(a, b)")],
+                         src=ROOT / "solutions" / "02_stable_reductions.ipynb")
+    results = {}
+    for exercise in ("welford", "var_mean_welford"):
+        with tempfile.NamedTemporaryFile(suffix=".json") as out:
+            worker(str(path), exercise, out.name)
+            results[exercise] = json.loads(Path(out.name).read_text())
+    cases = results["welford"]["cases"]
+    update = [c for c in cases if c["name"].startswith("update:")]
+    merge = [c for c in cases if c["name"].startswith("merge:")]
+    assert update and all(c["passed"] for c in update)
+    for c in merge + results["var_mean_welford"]["cases"]:
+        assert not c["passed"] and c["message"].startswith("not defined: welford_merge (run the cell that defines it)")
+        assert "the notebook's cells raised: cell" in c["message"] and "SyntaxError" in c["message"]
+
+    solution_01 = ROOT / "solutions" / "01_pytorch_norms.ipynb"
+    for drop in ("group_norm", "instance_norm"):   # instance_norm calls group_norm
+        ns, errors = load(solution_01)
+        assert not errors, errors
+        del ns[drop]
+        cases = grade(get("group_norm"), ns)["cases"]
+        of_instance = [c for c in cases if c["name"].startswith("instance_norm")]
+        others = [c for c in cases if not c["name"].startswith("instance_norm")]
+        assert of_instance and others
+        if drop == "group_norm":   # every case fails, instance_norm's when it calls group_norm
+            assert all(c["message"] == "not defined: group_norm (run the cell that defines it)" for c in cases)
+        else:
+            assert all(c["passed"] for c in others)
+            assert all(c["message"] == "not defined: instance_norm (run the cell that defines it)"
+                       for c in of_instance)
+
+
+def test_a_helper_defined_in_a_visible_check_cell_is_said_to_be_skipped(tmp_path):
+    """Review instructor2 A19: Jupyter ran the visible-check cell that defines the student's helper, the grader
+    does not; the NameError says where the helper is and why it is missing."""
+    from autograder.cli import worker
+
+    cells = [({"tags": ["visible-check"]}, "def my_max(x, dim):\n    return x.amax(dim, keepdim=True)\n"),
+             ({}, "import torch\n\ndef stable_softmax(x, dim=-1):\n    e = torch.exp(x - my_max(x, dim))\n"
+                  "    return e / e.sum(dim, keepdim=True)\n")]
+    path = tmp_path / "02_stable_reductions.ipynb"
+    path.write_text(json.dumps({"nbformat": 4, "cells": [
+        {"cell_type": "code", "metadata": m, "source": s, "outputs": [], "execution_count": None} for m, s in cells]}))
+    out = tmp_path / "result.json"
+    worker(str(path), "stable_softmax", str(out))
+    messages = [c["message"] for c in json.loads(out.read_text())["cases"] if not c["passed"]]
+    assert messages and all("NameError: name 'my_max' is not defined" in m for m in messages)
+    assert all("(my_max is defined in cell 0, tagged visible-check, which the grader does not run" in m
+               for m in messages)
