@@ -8,7 +8,10 @@ lesson 04 `nbgrader autograde` of three submissions and `nbgrader generate_feedb
   full marks through nbgrader there (CI grades the whole solution through the CLI; one nbgrader run of it less);
 - the student copy with `check` redefined to return nothing scores zero (ScoreRequired), not nbgrader's full
   credit for a grade cell without output;
-- the feedback shows check()'s score table (case names and messages) and nothing of the hidden cases' code.
+- the feedback shows check()'s score table (case names and messages) and nothing of the hidden cases' code;
+- lesson 02's solution with a stable_softmax that never returns on 3-D input, autograded with a short cell
+  timeout: nbgrader interrupts that check cell, which keeps the points of the cases before the endless one and
+  shows the table, not a traceback through the grader; the other cells keep every point.
 """
 import json
 import os
@@ -27,6 +30,9 @@ pytest.importorskip("ipykernel")
 
 ASSIGNMENT = "ps04"
 NOTEBOOK = SOLUTION_04.name
+HANG = ("def stable_softmax(x, dim=-1):\n", "def stable_softmax(x, dim=-1):\n    while x.dim() == 3:   # never returns\n"
+        "        pass\n")
+HANG_TIMEOUT_S = 40   # of every cell of the hanging submission: lesson 02's check cells take seconds on a CPU
 LESSONS = sorted(p.name for p in (ROOT / "solutions").glob("*.ipynb"))
 
 
@@ -48,11 +54,11 @@ def earnable_here(exercise: str) -> int:
     return ex.points - sum(c.points for c in ex.cases if skip_reason(c, on_gpu()))
 
 
-def grade_cells(course, student):
+def grade_cells(course, student, assignment=ASSIGNMENT):
     """{grade cell name: (score, max score)} of one student's submission, from nbgrader's gradebook."""
     from nbgrader.api import Gradebook
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        notebook = gb.find_submission(ASSIGNMENT, student).notebooks[0]
+        notebook = gb.find_submission(assignment, student).notebooks[0]
         return {g.name: (g.score, g.max_score) for g in notebook.grades}
 
 
@@ -106,6 +112,11 @@ def _build_course(course):
             shutil.copy(path, dest)
     nbgrader(course, "autograde", ASSIGNMENT)
     nbgrader(course, "generate_feedback", ASSIGNMENT)
+    lesson_02 = ROOT / "solutions" / "02_stable_reductions.ipynb"
+    (course / "submitted" / "hang" / "ps02").mkdir(parents=True)
+    write_variant(course / "submitted" / "hang" / "ps02", [HANG], src=lesson_02)
+    nbgrader(course, "autograde", "ps02", f"--Execute.timeout={HANG_TIMEOUT_S}")
+    nbgrader(course, "generate_feedback", "ps02")
     return course
 
 
@@ -146,3 +157,17 @@ def test_feedback_shows_the_table_not_the_cases(course):
     failing = [c.name for c in get("rmsnorm_fwd").cases]
     assert failing[0] in html and "FAIL" in html and "constant factor" in html
     assert "Spec(" not in html and "make_inputs" not in html
+
+
+def test_a_check_interrupted_at_the_cell_timeout_keeps_its_points_so_far(course):
+    """Review instructor2 F3, through nbgrader: its cell timeout interrupts the hanging check cell."""
+    cells = grade_cells(course, "hang", "ps02")
+    ex = get("stable_softmax")
+    cases = [c.name for c in ex.cases]
+    endless = next(i for i, name in enumerate(cases) if "3-D" in name)
+    before = sum(c.points for c in ex.cases[:endless])
+    assert before > 0 and cells.pop("check_stable_softmax") == (float(before), float(ex.points))
+    assert cells and all(score == possible for score, possible in cells.values()), cells
+    html = (course / "feedback" / "hang" / "ps02" / "02_stable_reductions.html").read_text()
+    assert "stopped here: interrupted" in html and cases[endless] in html
+    assert "most recent call last" not in html and "KeyboardInterrupt" not in html and "autograder/" not in html
