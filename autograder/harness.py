@@ -556,6 +556,18 @@ def guarded_input(t: torch.Tensor, row_pad: int = 0, shift: int = 0) -> torch.Te
     return body.as_strided(shape, tuple(reversed(strides)) + (1,))
 
 
+def _guarded_argument(a):
+    """A tensor argument in a NaN-guarded buffer: contiguous, or rows of a wider tensor (x[:, :N], row stride > N,
+    whose gaps between rows are NaN too, as the hidden cases' strided rows); anything else as it is."""
+    if not isinstance(a, torch.Tensor):
+        return a
+    if a.is_contiguous():
+        return guarded_input(a)
+    if a.dim() == 2 and a.stride(1) == 1 and a.stride(0) > a.shape[1]:
+        return guarded_input(a, row_pad=a.stride(0) - a.shape[1])
+    return a
+
+
 def run_guarded(fn, *args, **kwargs):
     """Call a student's launcher for a visible check the way the hidden cases do: tensor arguments copied into
     NaN-guarded buffers, and what it allocates with torch.empty surrounded by guard bands. A store past the end
@@ -564,11 +576,15 @@ def run_guarded(fn, *args, **kwargs):
     interpreter, a load that reaches the guard band of an argument is reported too. Returns what fn returns;
     prints what went wrong out of bounds, if anything did.
     """
-    guarded = [guarded_input(a) if isinstance(a, torch.Tensor) and a.is_contiguous() else a for a in args]
+    guarded = [_guarded_argument(a) for a in args]
+    try:
+        names = list(inspect.signature(fn).bind_partial(*args).arguments)
+    except (TypeError, ValueError):   # no signature, or one that these arguments do not fit: the call says so
+        names = []
     with student_call(forbidden=()) as spy:
         for i, (a, g) in enumerate(zip(args, guarded)):
             if g is not a:
-                spy.watch(f"argument {i}", g)
+                spy.watch(names[i] if i < len(names) else f"argument {i}", g)
         out = fn(*guarded, **kwargs)
         if torch.cuda.is_available():
             torch.cuda.synchronize()

@@ -387,7 +387,8 @@ def judge_bad(ex: Exercise, s: Spec, fn, op: Op, ns: dict | None = None) -> tupl
                 op.call(fn, x, w, b, s.eps, dict(kwargs))
                 _sync()
         except (ValueError, TypeError) as e:
-            said.append(f"{type(e).__name__}: {str(e)[:90]}")
+            text = str(e)   # the pass message quotes the error; a long one is cut at a word, and says so
+            said.append(f"{type(e).__name__}: {text if len(text) <= 140 else text[:text.rfind(' ', 0, 140)] + ' ...'}")
             continue
         except Exception as e:
             return False, (f"{what}: raised {type(e).__name__} from deep inside; raise a clear ValueError/TypeError "

@@ -241,7 +241,8 @@ def compare(actual, expected: torch.Tensor, tol: Tolerance, *, name: str = "y",
     bad = err > torch.where(finite_ref, allowed, torch.zeros_like(allowed))
     max_err = float(err.max())
     if not bad.any():
-        return CompareResult(True, f"{name}: ok (max abs err {max_err:.2e}, {tol})", max_err)
+        return CompareResult(True, f"{name}: ok (max abs err {max_err:.2e}; each element within atol + "
+                                   f"rtol*|expected|, {tol})", max_err)
     i = int((err - allowed).flatten().argmax())
     idx = _fmt_index(i, actual.shape)
     msg = (f"{name}: {int(bad.sum())} of {actual.numel()} elements off; worst at {idx}: got "
@@ -325,7 +326,7 @@ def _nonfinite_hint(name: str, wrong: torch.Tensor, x_dtype: torch.dtype | None,
     if x_dtype in (None, torch.float16):
         return (". Overflow? Accumulate in fp32: convert x to float32 before squaring (x.to(tl.float32) in Triton, "
                 "a float in CUDA C)" + outside)
-    if name == "rstd" and op == "rmsnorm":   # a mean of squares is never negative
+    if op == "rmsnorm":   # a mean of squares is never negative: no cancellation to blame, for y or rstd
         return (". NaN/Inf: the rsqrt of 0 (eps left out of rsqrt(mean(x^2) + eps)), or a NaN read from memory "
                 "outside the row (masks, strides)?")
     if name == "rstd" and bool(torch.isinf(wrong).all()) and bool((wrong > 0).all()):
@@ -340,9 +341,9 @@ def _nonfinite_hint(name: str, wrong: torch.Tensor, x_dtype: torch.dtype | None,
 def _row_hint(bad: torch.Tensor) -> str:
     b = _rows(bad).any(dim=1)
     if b.shape[0] > 1 and not bool(b[0]) and bool(b[1:].all()):
-        return ("; row 0 is right but every later row is wrong: use the row stride (x.stride(0) may differ from N) "
-                "for both input and output, or, where the kernel takes rows N apart, launch it on "
-                "x.reshape(M, N).contiguous()")
+        return ("; row 0 is right but every later row is wrong: where does row r start? At r times the row stride "
+                "in a kernel given strides (x.stride(0) may differ from N, and y's from x's: pass each and use it "
+                "for its own tensor), at r * N only where the launcher passes contiguous rows")
     return ""
 
 

@@ -177,6 +177,26 @@ def test_out_of_bounds_write_is_caught(tmp_path, capsys):
     assert capsys.readouterr().out.startswith("FAILED: rmsnorm_fwd wrote out of bounds")
 
 
+def test_a_visible_check_sees_loads_out_of_bounds_and_rows_read_n_apart(tmp_path, capsys):
+    """Review student04 F5/F6: run_guarded names the argument a load overran (not "argument 0"), and guards rows
+    of a wider tensor with NaN between them, so that a kernel that takes rows N apart fails the visible check."""
+    import torch
+    from autograder import run_guarded
+    from mutants_04 import FWD_LOAD, MUTANTS
+    unmasked = write_variant(tmp_path, [(FWD_LOAD, "x = tl.load(X + row * stride_x + cols + 8, mask=mask, other=0.0)"
+                                                   ".to(tl.float32)")], name="unmasked.ipynb")
+    ns, _ = load(unmasked)
+    run_guarded(ns["rmsnorm_fwd"], torch.randn(5, 300), None, 1e-6)
+    assert "read out of bounds: a tl.load reached past the last element of x" in capsys.readouterr().out
+    n_apart = next(edits for ex, name, edits, *_ in MUTANTS if name == "ignores the row stride")
+    ns, _ = load(write_variant(tmp_path, n_apart, name="n_apart.ipynb"))
+    x = torch.randn(5, 337)[:, :300]
+    y, _ = run_guarded(ns["rmsnorm_fwd"], x, None, 1e-6)
+    assert bool(y[0].isfinite().all()) and bool(y[1:].isnan().any())   # row 1 on read the NaN between the rows
+    y, _ = ns["rmsnorm_fwd"](x, None, 1e-6)
+    assert bool(y.isfinite().all())   # unguarded, the same kernel reads x's own numbers from the wrong places
+
+
 def test_cli_checks_every_path_before_grading(tmp_path):
     import subprocess, sys
     good = tmp_path / "01_pytorch_norms.ipynb"

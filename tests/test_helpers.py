@@ -85,6 +85,7 @@ def test_compare_hints():
     later = ref.float().clone()
     later[1:] = later[1:].flip(-1)
     assert "row stride" in compare(later, ref, TOL).message
+    assert "contiguous()" not in compare(later, ref, TOL).message   # a copy of x is what the Triton cases reject
     rstd = ref[:, 0]
     assert "constant factor (x1.3)" in compare((rstd * 1.3).float(), rstd, TOL).message
     assert "constant factor (row 0: x1.00002)" in compare((ref * (1 + 2e-5)).float(), ref, TOL).message
@@ -103,6 +104,8 @@ def test_compare_hints_that_depend_on_the_output_and_the_input_dtype():
     assert "negative variance" in fp32 and "Overflow" not in fp32
     softmax = compare(nan_y, ref, TOL, x_dtype=torch.float32, op="softmax").message
     assert "exp(-inf - (-inf))" in softmax and "variance" not in softmax
+    rms_y = compare(nan_y, ref, TOL, x_dtype=torch.float32, op="rmsnorm").message   # RMSNorm has no variance
+    assert "eps left out of rsqrt(mean(x^2) + eps)" in rms_y and "variance" not in rms_y
     assert "Overflow? Accumulate in fp32" in compare(nan_y, ref, TOL, x_dtype=torch.float16).message
     rstd = ref[:, 0].abs() + 1.0          # RMSNorm's rstd: a mean of squares is never negative
     inf_rstd = rstd.float().clone()
