@@ -271,3 +271,30 @@ def test_racecheck_case_is_skipped_without_a_gpu_never_passed():
     for exercise in ("layernorm_block", "layernorm_welford"):
         rows = [c for c in grade(exercise, ns)["cases"] if "racecheck" in c["name"]]
         assert len(rows) == 1 and rows[0]["skipped"] and not rows[0]["passed"], rows
+
+
+def test_ncu_replays_once_more_when_the_profiler_itself_fails(monkeypatch):
+    """The H100 once saw ncu fail to profile the correct softmax_online among 14 test processes ("Failed to
+    profile ... returned an error code (9)"; alone it passed): run_ncu_loads replays a second time, and only then
+    says the replay failed. A replay that fails otherwise (a kernel's fault) is not replayed again."""
+    from autograder import racecheck
+
+    metric = racecheck.LOAD_METRIC
+    failed = ('==ERROR== Failed to profile "softmax_online" in process 20057\n'
+              "==ERROR== The application returned an error code (9).\n")
+    counted = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Section Name",'
+               f'"Metric Name","Metric Unit","Metric Value"\n"0","1","python","h","softmax_online","1","7","",'
+               f'"{metric}","byte","1,024"\nREPLAY DONE\n')
+    fault = "CUDA error: an illegal memory access was encountered\n"
+    launches = [{"name": "softmax_online"}]
+    for texts, calls, expect in (([failed, counted], 2, {"softmax_online": 1024.0}), ([failed, failed], 2, None),
+                                 ([fault, counted], 1, None)):
+        seen = []
+        monkeypatch.setattr(racecheck, "_replay_under", lambda *a, **k: seen.append(1) or texts[len(seen) - 1])
+        monkeypatch.setattr(racecheck, "ncu_path", lambda: "ncu")
+        if expect is None:
+            with pytest.raises(RuntimeError, match="failed when replayed"):
+                racecheck.run_ncu_loads(launches, ("softmax_online",))
+        else:
+            assert racecheck.run_ncu_loads(launches, ("softmax_online",)) == expect
+        assert len(seen) == calls
