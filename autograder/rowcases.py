@@ -245,7 +245,7 @@ def judge_run(ex: Exercise, s: Spec, fn, op: Op, ns: dict | None = None) -> tupl
             msg = r.message + (f" ({hint})" if hint else "") + _swapped_stats_hint(op, name, out, refs)
             if name == "y" and len(op.outputs) > 1:   # say where the error is: in the statistics, or after them
                 stats = list(zip(op.outputs[1:], results[1:]))
-                wrong = [rs.message for _, rs in stats if not rs]
+                wrong = [_unrepeated(msg, rs.message) for _, rs in stats if not rs]
                 if wrong:
                     msg += " | also " + " | ".join(wrong)
                 elif " elements off" in r.message:   # wrong values (not a dtype, shape or unwritten y)
@@ -395,6 +395,14 @@ def judge_bad(ex: Exercise, s: Spec, fn, op: Op, ns: dict | None = None) -> tupl
                            f"first: {how}")
         return False, f"accepted {what} without an error: {how}"
     return True, "ok: " + " | ".join(said)
+
+
+def _unrepeated(said: str, more: str) -> str:
+    """`more` without its sentences that `said` already holds: a hint that y and a statistic share (a wrong
+    normaliser scales both) is said once, for y."""
+    parts = re.split(r"(?<=[.?:])\s+", more)
+    kept = [p for p in parts if len(p) < 25 or p not in said]
+    return " ".join(kept) + (" (the same cause as for y)" if len(kept) < len(parts) else "")
 
 
 def judge_compile(src, kernels: tuple) -> tuple[bool, str]:

@@ -780,3 +780,14 @@ def test_a_helper_defined_in_a_visible_check_cell_is_said_to_be_skipped(tmp_path
     assert messages and all("NameError: name 'my_max' is not defined" in m for m in messages)
     assert all("(my_max is defined in cell 0, tagged visible-check, which the grader does not run" in m
                for m in messages)
+
+
+def test_a_hint_that_y_and_rstd_share_is_said_once(tmp_path):
+    """Review student04 F8: dividing by BLOCK_N scales y and rstd alike, and each said the same five-line hint."""
+    from mutants_04 import MUTANTS
+    edits = next(e for ex, name, e, *_ in MUTANTS if "/ BLOCK_N + eps" in e[0][1])
+    ns, _ = load(write_variant(tmp_path, edits))
+    ex = get("rmsnorm_fwd")
+    (row,) = grade(ex, ns, cases=[c for c in ex.cases if c.name.startswith("1823x781")])["cases"]
+    assert "also rstd:" in row["message"] and "(the same cause as for y)" in row["message"]
+    assert row["message"].count("Is eps inside the square root") == 1
