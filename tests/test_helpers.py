@@ -326,6 +326,20 @@ def test_bench_16_bit_panels_show_the_copy_of_the_same_bytes(capsys):
     assert not [ln for ln in bench.plot(old).axes[0].lines if ln.get_linestyle() == "-."]   # older records
 
 
+def test_bench_plot_labels_the_first_implementation_and_skips_labels_that_would_overlap():
+    """Review student04 F13: near 100 % the labels of four peers printed on top of one another. The first
+    implementation (the course's) is labelled at every point and drawn on top; a label that would sit on one
+    already placed at the same N is left out; points far apart keep theirs."""
+    gbs = {"ours": (2900.0, 1000.0), "peer a": (2899.0, 2000.0), "peer b": (2898.0, 500.0)}
+    rows = [dict(lesson="L", op="op", impl=impl, dtype="float32", M=8, N=n, ms=1.0, gbs=g, pct_copy=g / 30,
+                 copy_gbs=3000.0) for impl, pair in gbs.items() for n, g in zip((512, 1024), pair)]
+    ax = bench.plot({"device": "Fake GPU", "copy_gbs": 3000.0, "rows": rows, "failures": []}).axes[0]
+    labels = {(t.xy[0], t.get_text()) for t in ax.texts}
+    assert labels == {(512, "97%"), (1024, "33%"), (1024, "67%"), (1024, "17%")}   # at 512 only ours
+    ours = next(ln for ln in ax.lines if ln.get_label() == "ours")
+    assert ours.get_zorder() > max(ln.get_zorder() for ln in ax.lines if ln is not ours)
+
+
 @pytest.mark.parametrize("lesson,op,peers", [
     ("04_triton_rmsnorm", "rmsnorm_fwd", {"torch composite", "F.rms_norm", "torch.compile"}),
     ("05_triton_layernorm", "layernorm_fwd", {"F.layer_norm", "torch.compile"}),
