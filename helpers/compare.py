@@ -397,8 +397,14 @@ def _error_hint(act: torch.Tensor, exp: torch.Tensor, bad: torch.Tensor, name: s
                 counted = _counted_times(ratio.median(dim=1).values)
                 if counted:
                     return f"; {where}: {counted}"
-                return (f"; {where}: the normaliser is wrong. Is eps inside the square root, do you divide "
+                said = (f"; {where}: the normaliser is wrong. Is eps inside the square root, do you divide "
                         "by N (not the padded block size), and is the variance itself right?")
+                if name == "rstd" and op == "layernorm" and f < 1:   # a variance too large, by the same share
+                    said += (" Here rstd is too small: padded lanes in the sum of squares (each lane past N adds "
+                             "mean^2 unless zeroed: tl.where(mask, x - mean, 0.0) in Triton, a bound on the index "
+                             "in CUDA C), or, where chunks merge, Chan's cross term delta^2 * n * n_c / n' (n: the "
+                             "count before the chunk)?")
+                return said
     rb, eb = act[bad], exp[bad]
     if name == "rstd" and bool((eb != 0).all()) and bool(((rb * eb - 1).abs() < 1e-3).all()) \
             and bool(((rb - eb).abs() > 1e-2 * eb.abs()).all()):

@@ -91,6 +91,16 @@ def test_compare_hints():
     assert "constant factor (row 0: x1.00002)" in compare((ref * (1 + 2e-5)).float(), ref, TOL).message
 
 
+def test_a_layernorm_rstd_too_small_by_one_factor_names_padded_lanes_and_the_chan_term():
+    """Review student05 F1/F2: rows alike (mean 5, std 2) get the same share from padded lanes, and a wrong Chan
+    weight scales every row's variance alike: the constant-factor hint named neither."""
+    rstd = torch.rand(6, dtype=torch.float64) + 0.5
+    small = compare((rstd * 0.9333).float(), rstd, TOL, name="rstd", op="layernorm").message
+    assert "constant factor" in small and "tl.where(mask, x - mean, 0.0)" in small and "Chan's cross term" in small
+    assert "Chan" not in compare((rstd * 1.07).float(), rstd, TOL, name="rstd", op="layernorm").message
+    assert "Chan" not in compare((rstd * 0.9333).float(), rstd, TOL, name="rstd", op="rmsnorm").message
+
+
 def test_compare_hints_that_depend_on_the_output_and_the_input_dtype():
     """Which output is wrong, and from which input dtype, changes the likely cause (review 05b, finding 8)."""
     from helpers.compare import poison_

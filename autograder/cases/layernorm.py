@@ -169,6 +169,8 @@ exercise(LESSON, LAYERNORM, "layernorm", "LayerNorm forward: a dispatcher for ev
                   launches=LOOPED, launch_args={"BLOCK_N": 16384}, launch_why=TWO_CHUNKS + DISPATCHED, seed=57),
              Spec("N=32768 fp16 (64 KB rows) goes to the looped kernel, two chunks", (2, 32768), F16, eps=1e-5,
                   launches=LOOPED, launch_args={"BLOCK_N": 16384}, launch_why=TWO_CHUNKS + DISPATCHED, seed=65),
+             Spec("N=20000 bf16 (40 KB rows) goes to the looped kernel, two chunks", (2, 20000), BF16, eps=1e-5,
+                  launches=LOOPED, launch_args={"BLOCK_N": 16384}, launch_why=TWO_CHUNKS + DISPATCHED, seed=76),
              Spec("N=65536 bf16 (128 KB rows) goes to the looped kernel, two chunks", (2, 65536), BF16, eps=1e-5,
                   launches=LOOPED, launch_args={"BLOCK_N": 32768}, launch_why=TWO_CHUNKS + DISPATCHED, seed=59),
              Spec("N=2048 fp16 (4 KB rows) goes to the looped kernel (16-bit rows: the tile only under 2 KB)",
@@ -179,6 +181,8 @@ exercise(LESSON, LAYERNORM, "layernorm", "LayerNorm forward: a dispatcher for ev
              Spec("N=70000 fp32 goes to the split kernel", (2, 70000), eps=1e-5, launches=SPLIT, seed=53),
              Spec("eps=1e-2 reaches the split kernel (N=32769 fp32, |x|~0.1)", (2, 32769), eps=1e-2, scale=0.1,
                   launches=SPLIT, seed=66),
-             Spec("N=131072 bf16, mean 1e4, goes to the split kernel", (2, 131072), BF16, offset=1e4, eps=1e-5,
+             # bf16 holds 8 bits: around 1e4 its spacing is 64, and 1e4 + randn would be one value everywhere
+             Spec("N=131072 bf16, mean 100 (std 1), goes to the split kernel", (2, 131072), BF16, offset=100.0,
+                  eps=1e-5,
                   launches=SPLIT, launch_args={"CHUNK": 8192}, launch_why=SPLIT_DEFAULT, seed=54),
          ], uses=("layernorm_fwd", "layernorm_fwd_looped"))
