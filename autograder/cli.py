@@ -186,13 +186,12 @@ def worker(path: str, exercise_id: str, out: str, progress: str | None = None, c
     ns, errors = load(path, cell_timeout=cell_timeout, skip_cells=skip_cells or {})
     ex = get(exercise_id)
     result = grade(ex, ns, on_case=note)
-    missing = [n for n in ex.functions + ex.uses if n not in ns]
     for c in result["cases"]:
         if c["message"].startswith("not defined: "):
             names = c["message"][len("not defined: "):].split(" (", 1)[0].split(", ")
             if errors:   # the cell that defines it raised: say which
                 c["message"] += f"; the notebook's cells raised: {_defining_error(path, names, errors)}"
-            if set(ex.functions) <= set(missing) and (other := _lesson_defined(ns, ex.lesson)):
+            if not any(n in ns for n in ex.functions) and (other := _lesson_defined(ns, ex.lesson)):
                 c["message"] += (f"; this notebook defines the functions of lesson {other}, not {ex.lesson}: is it "
                                  f"that lesson's notebook under another name? (grade it with --lesson {other})")
         elif (name := re.search(r"NameError: name '(\w+)' is not defined", c["message"])) and (
