@@ -405,7 +405,7 @@ def student_call(forbidden: tuple[str, ...] = FORBIDDEN, torch_math: bool = Fals
         # rewritten copy, which keeps the name)
         @functools.wraps(run)
         def wrapper(self, *a, **k):
-            if spy.tuning or k.get("warmup"):   # triton.autotune timing its configs (lesson 05 section 5), or
+            if spy.tuning or k.get("warmup"):   # triton.autotune timing its configs (lesson 05 section 4), or
                 return run(self, *a, **k)           # kernel.warmup(...) compiling without a launch: not the call's
             name = getattr(getattr(self, "fn", None), "__name__", "?")
             spy.launches[name] = spy.launches.get(name, 0) + 1

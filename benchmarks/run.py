@@ -2,7 +2,7 @@
 
 The kernels come from solutions/*.ipynb (the one source), loaded without Jupyter. For each lesson,
 merges its rows into benchmarks/results/<device>.json, writes <device>_<lesson>_<op>.png, prints a table; a full run
-(no --n, no --dtype) adds a lesson's further measurements (lesson 05: autotuning its tile kernel, section 5).
+(no --n, no --dtype) adds a lesson's further measurements (lesson 05: autotuning its tile kernel, section 4).
     python -m benchmarks.run [--lesson 04] [--lesson 05] [--dtype bfloat16] [--n 4096]
 """
 from __future__ import annotations

@@ -84,7 +84,7 @@ TUNE_WARPS = (1, 2, 4, 8, 16)
 TUNE_MAX_TILE = 16384                # elements of a [BLOCK_M, BLOCK_N] tile; larger tiles spill (section 2)
 TUNE_NS = (512, 1024, 2048, 4096)    # the short rows, where the table's choice matters most
 TUNE_DTYPES = ("bfloat16", "float32")
-TUNED, TABLE = "tile, autotuned", "dispatcher (its table)"   # the table of this GPU (lesson 05, section 5)
+TUNED, TABLE = "tile, autotuned", "dispatcher (its table)"   # the table of this GPU (lesson 05, section 4)
 
 
 def _fits(block_m: int, block_n: int) -> bool:

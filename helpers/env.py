@@ -268,7 +268,7 @@ def interpreter_takes_bool_arguments() -> bool:
 def interpreter_autotunes_without_timing() -> bool:
     """Let a kernel under @triton.autotune run in the interpreter: Triton 3.6 times each config with the GPU
     driver's benchmarker there and raises "0 active drivers ([]). There should only be one.", so a kernel that
-    lesson 05's section 5 invites to autotune fails every case on a CPU. Here no config is timed (all tie, so the
+    lesson 05's section 4 invites to autotune fails every case on a CPU. Here no config is timed (all tie, so the
     first is kept) and the kernel runs once with it: the interpreter has no speed to tune. Returns whether the patch
     is in place."""
     return _patch_interpreter("_bench", "autotunes_without_timing", lambda original: untimed_autotune_bench,

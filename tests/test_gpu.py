@@ -66,7 +66,7 @@ def test_mutants_rejected_on_gpu(tmp_path, lesson, exercise, name, edits, expect
 
 @pytest.mark.parametrize("exercise", ["layernorm_fwd", "layernorm"])
 def test_an_autotuned_tile_kernel_full_marks_on_gpu(tmp_path, exercise):
-    """The tile kernel under @triton.autotune (lesson 05's section 5): the autotuner's ~1000 timing launches per
+    """The tile kernel under @triton.autotune (lesson 05's section 4): the autotuner's ~1000 timing launches per
     config are not the call's, so the dispatcher's and the fused kernel's one-launch cases pass."""
     from test_grader import AUTOTUNED_TILE
     report, out = run_cli(write_variant(tmp_path, AUTOTUNED_TILE, src=ROOT / "solutions" / "05_triton_layernorm.ipynb"),
@@ -88,7 +88,7 @@ def test_correct_tile_kernels_written_otherwise_full_marks_on_gpu(tmp_path, vari
 
 
 def test_autotuned_tile_is_correct_and_keeps_to_fitting_tiles():
-    """Lesson 05 section 5's autotuning wrapper: right numbers (bias only, non-power-of-two N), a chosen config
+    """Lesson 05 section 4's autotuning wrapper: right numbers (bias only, non-power-of-two N), a chosen config
     from the pruned set, its tuning logged once per key."""
     import torch
     import triton

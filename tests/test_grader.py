@@ -528,7 +528,7 @@ AUTOTUNED_TILE = [
 
 
 def test_a_tile_kernel_under_triton_autotune_scores_full_marks(tmp_path, exercise="layernorm_fwd"):
-    """Lesson 05's section 5 invites @triton.autotune on the tile kernel. In the interpreter the kernel runs once
+    """Lesson 05's section 4 invites @triton.autotune on the tile kernel. In the interpreter the kernel runs once
     with its first config (Triton's own timing there raises "0 active drivers"); on a GPU the autotuner's ~1000
     timing launches per config are not the call's (tests/test_gpu.py grades the dispatcher that way too)."""
     ns, errors = load(write_variant(tmp_path, AUTOTUNED_TILE, src=ROOT / "solutions" / "05_triton_layernorm.ipynb"))

@@ -444,7 +444,7 @@ def test_print_verdict_says_ok_only_when_all_pass(capsys):
 
 
 def test_recorded_autotuning_prints_one_line_per_point(capsys):
-    """Lesson 05 section 5's CPU path: every recorded GPU's table, with the choice and the tuning time."""
+    """Lesson 05 section 4's CPU path: every recorded GPU's table, with the choice and the tuning time."""
     from helpers import bench_layernorm as lb
 
     found = lb.show_recorded_autotune()

@@ -1,5 +1,5 @@
 """Lesson 05's given launch tables (`rows_per_program_for`, `num_warps_for`): the H100's rules wherever no GPU
-measured otherwise, and a GPU's own entries on that GPU (chosen by its name; section 5 and
+measured otherwise, and a GPU's own entries on that GPU (chosen by its name; section 4 and
 benchmarks/explore/ln_configs.py have the measurements)."""
 import pytest
 
@@ -55,7 +55,7 @@ def test_an_h200_uses_its_entries_and_the_h100_rules_elsewhere(ns, monkeypatch):
             want_rows = rows.get((elt, n), h100_rows(n, elt)) if n * elt <= 8192 else 1
             assert ns["rows_per_program_for"](n, elt) == want_rows, (n, elt)
             assert ns["num_warps_for"](n, elt) == warps.get((elt, n * elt // 1024), h100_warps(n, elt)), (n, elt)
-    # the launches that section 5 quotes for the H200
+    # the launches that section 4 quotes for the H200
     assert ns["rows_per_program_for"](512, 2) == 4 and ns["num_warps_for"](4 * 512, 2) == 2     # N = 512 bf16
     assert ns["num_warps_for"](8192, 2) == 8                                                     # N = 8192 bf16
     assert ns["rows_per_program_for"](2048, 4) == 1 and ns["num_warps_for"](2048, 4) == 8       # N = 2048 fp32

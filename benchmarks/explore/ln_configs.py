@@ -17,7 +17,7 @@ Results: benchmarks/explore/ln_configs_<device>.jsonl (H100 and H200, 2026-11-23
 own, so their "dispatcher" lines are the H100 rules' launches; the looped sweep then tried 4-32 warps, and the H200's
 file then has a second run of N = 1024-4096 that adds 1-2 warps, and ends with two tile runs of 0.5.15 at
 N = 512-1024 in fp16 and bf16, `LN_DTYPES=float16,bfloat16`). The entries chosen from them are lesson 05's
-`ROWS_MEASURED` / `WARPS_MEASURED` (section 5). On the H100 its rules are within 0.7 of the best launch at every
+`ROWS_MEASURED` / `WARPS_MEASURED` (section 4). On the H100 its rules are within 0.7 of the best launch at every
 point up to N = 32768 (1.2 at 65536 in bf16, where the dispatcher is the best launch timed a second time); on the
 H200 they were 4-15 points off at N = 512, 1024, 4096 and 8192 in bf16 and 2048, 8192 and 16384 in fp32.
 

@@ -8,7 +8,7 @@ counts are not the GPU's. They matched the H100's `n_regs` wherever both were ta
 of N = 16384 and 32768 fp32 50 and 58, with 32 warps.
 
 Why it matters: a 32-warp program (1024 threads) shares an SM with a second one only at <= 32 registers per
-thread (65536 per SM); see lesson 05, section 5, and explore_cluster.py stage "lnregs".
+thread (65536 per SM); see lesson 05, section 4, and explore_cluster.py stage "lnregs".
 
     python benchmarks/explore/regs_sm90.py      # a table for lesson 05's tile and looped kernels
 """
