@@ -80,8 +80,41 @@ def strip_magics(src: str) -> str:
     try:
         from IPython.core.inputtransformer2 import TransformerManager
     except ImportError:
-        return "\n".join(_plain_line(line) for line in lines)
+        inside = _starts_inside_a_string(lines)
+        return "\n".join(line if i in inside else _plain_line(line) for i, line in enumerate(lines))
     return TransformerManager().transform_cell("\n".join(lines))
+
+
+def _starts_inside_a_string(lines: list[str]) -> set[int]:
+    """The indices of the lines that begin inside a string literal (a triple-quoted string, or a quoted one whose
+    line ends in a backslash): a `%` or `!` at their start is the string's text, not a magic (lesson 03's CUDA C
+    sources, a markdown table in a string). A magic or shell line is not scanned for quotes (`!echo it's`)."""
+    inside, quote = set(), None          # quote: the delimiter of the string still open after the lines so far
+    for n, line in enumerate(lines):
+        if quote is not None:
+            inside.add(n)
+        elif line.lstrip().startswith(("%", "!")) or _ASSIGNED_MAGIC.match(line):
+            continue
+        i = 0
+        while i < len(line):
+            if quote is None:
+                if line[i] == "#":
+                    break
+                if line[i] in "'\"":
+                    quote = line[i:i + 3] if line[i:i + 3] in ("'''", '"""') else line[i]
+                    i += len(quote)
+                    continue
+            elif line[i] == "\\":
+                i += 2                   # an escaped character, a quote included (in a raw string too)
+                continue
+            elif line.startswith(quote, i):
+                i += len(quote)
+                quote = None
+                continue
+            i += 1
+        if quote is not None and len(quote) == 1 and not line.endswith("\\"):
+            quote = None                 # a one-line string left open: Python reports the syntax error
+    return inside
 
 
 def _plain_line(line: str) -> str:

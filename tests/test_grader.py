@@ -627,7 +627,7 @@ def test_magics_display_and_main_guard_run_as_in_jupyter(tmp_path, monkeypatch, 
     `%%time` and `%%writefile` cells, display() and get_ipython() in a function, code under
     `if __name__ == "__main__":`: Jupyter runs them all; the grader lost the whole cell (an empty block, a syntax
     error) or the function (NameError). With IPython installed its own transformer is used, without it the grader's
-    line rules."""
+    line rules, which leave the lines of a multi-line string alone."""
     if not ipython:
         for name in ("IPython", "IPython.display", "IPython.core.inputtransformer2"):
             monkeypatch.setitem(__import__("sys").modules, name, None)
@@ -640,6 +640,7 @@ def test_magics_display_and_main_guard_run_as_in_jupyter(tmp_path, monkeypatch, 
         "%%time\nfrom_time_cell = 2\n",
         "%%writefile written.txt\nnot_python = [\n",
         "if __name__ == '__main__':\n    main_guard = 3\nget_ipython().run_line_magic('matplotlib', 'inline')\n",
+        'kept = """\n%d rows\n!done\n"""\n',   # text of a string, as a CUDA C source has: no magic, no shell line
     ]
     nb = json.loads(solution.read_text())
     nb["cells"] += [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": s}
@@ -653,6 +654,7 @@ def test_magics_display_and_main_guard_run_as_in_jupyter(tmp_path, monkeypatch, 
     assert errors == []
     assert ns["after_magics"] == 1 and ns["t"] is None and tuple(ns["probe"].shape) == (2, 3)
     assert ns["from_time_cell"] == 2 and ns["main_guard"] == 3 and "not_python" not in ns
+    assert ns["kept"] == "\n%d rows\n!done\n"
     assert not (tmp_path / "written.txt").exists()
     result = grade(get("stable_softmax"), ns, gpu=False)
     assert result["earned"] == result["possible"], [c for c in result["cases"] if not c["passed"]][:1]
