@@ -62,39 +62,51 @@ def grade_cells(course, student, assignment=ASSIGNMENT):
         return {g.name: (g.score, g.max_score) for g in notebook.grades}
 
 
-@pytest.fixture(scope="session")
-def course(tmp_path_factory):
-    """Every lesson released, three submissions autograded, feedback generated: minutes of work, done once per test
-    session. Under pytest-xdist every worker that draws one of these tests asks for it, so the workers share one
-    course in the session's temporary root behind a file lock (xdist's recipe for a once-only fixture): the
-    first builds it, the others wait and reuse it. (`--dist loadgroup` cannot keep the tests on one worker:
-    pytest-xdist 3.8 marks the group in `item._nodeid`, which pytest 9 no longer reads.)"""
-    if not os.environ.get("PYTEST_XDIST_WORKER"):
-        return _build_course(tmp_path_factory.mktemp("course"))
-    from filelock import FileLock
-
-    root = tmp_path_factory.getbasetemp().parent   # this session's, shared by its workers
-    course = root / "nbgrader-course"
-    with FileLock(str(root / "nbgrader-course.lock")):
-        if not (course / ".built").exists():
-            shutil.rmtree(course, ignore_errors=True)
-            course.mkdir()
-            _build_course(course)
-            (course / ".built").touch()
-    return course
-
-
-def _build_course(course):
+def new_course(root, *lessons):
+    """An nbgrader course in `root` with the course's config, each lesson released as its own assignment ("ps03"
+    holds 03_pycuda_layernorm.ipynb, and so on). Every test builds the course it needs: under pytest-xdist a shared
+    one made the workers that drew its other tests wait minutes for the one building it."""
+    root.mkdir(parents=True)
     config = (ROOT / "nbgrader_config.py").read_text()
-    (course / "nbgrader_config.py").write_text(config + f'\nc.CourseDirectory.course_id = "normkernels"\n'
-                                               f'c.CourseDirectory.root = {str(course)!r}\n')
-    for lesson in LESSONS:   # assignment "ps03" holds 03_pycuda_layernorm.ipynb, and so on
-        (course / "source" / f"ps{lesson[:2]}").mkdir(parents=True)
-        shutil.copy(ROOT / "solutions" / lesson, course / "source" / f"ps{lesson[:2]}" / lesson)
-        nbgrader(course, "generate_assignment", f"ps{lesson[:2]}")
+    (root / "nbgrader_config.py").write_text(config + f'\nc.CourseDirectory.course_id = "normkernels"\n'
+                                             f'c.CourseDirectory.root = {str(root)!r}\n')
+    for lesson in lessons:
+        (root / "source" / f"ps{lesson[:2]}").mkdir(parents=True)
+        shutil.copy(ROOT / "solutions" / lesson, root / "source" / f"ps{lesson[:2]}" / lesson)
+        nbgrader(root, "generate_assignment", f"ps{lesson[:2]}")
+    return root
+
+
+def submit(course, student, assignment, notebook):
+    """`notebook` (a path, or a notebook's JSON as a dict) handed in by `student`."""
+    dest = course / "submitted" / student / assignment / (notebook.name if hasattr(notebook, "name") else NOTEBOOK)
+    dest.parent.mkdir(parents=True)
+    if isinstance(notebook, dict):
+        dest.write_text(json.dumps(notebook))
+    else:
+        shutil.copy(notebook, dest)
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_released_copy_is_the_student_notebook(tmp_path, lesson):
+    # nbgrader's own command with the course's config gives what `make notebooks` committed
+    def sources(path):
+        return ["".join(c["source"]) for c in json.loads(path.read_text())["cells"]]
+    course = new_course(tmp_path / "course", lesson)
+    released = sources(course / "release" / f"ps{lesson[:2]}" / lesson)
+    assert released == sources(ROOT / "notebooks" / lesson)
+    assert not any("### BEGIN SOLUTION" in s for s in released)
+
+
+def test_lesson_04_autograded_and_fed_back(tmp_path):
+    """Three submissions of lesson 04 autograded and fed back (minutes on a CPU, so one test: under pytest-xdist,
+    tests sharing a course made the workers that drew them wait for the one building it):
+    - "stub": the copy as released; "cheat": the same with `check` redefined to return nothing;
+    - "mutant": the solution with one mutant in `rmsnorm_fwd`, and another exercise's grade cell deleted."""
+    course = new_course(tmp_path / "course", NOTEBOOK)
     released = course / "release" / ASSIGNMENT / NOTEBOOK
     eps_mutant = next(edits for ex, name, edits, _ in MUTANTS if (ex, name) == ("rmsnorm_fwd", "eps outside the sqrt"))
-    mutant = json.loads(write_variant(course, eps_mutant, name="mutant.ipynb").read_text())
+    mutant = json.loads(write_variant(tmp_path, eps_mutant, name="mutant.ipynb").read_text())
     mutant["cells"] = [c for c in mutant["cells"]
                        if c["metadata"].get("nbgrader", {}).get("grade_id") != "check_rmsnorm_fwd_rows"]
     cheat = json.loads(released.read_text())
@@ -102,65 +114,38 @@ def _build_course(course):
                  or "from autograder" in "".join(c["source"]))
     cheat["cells"].insert(setup + 1, {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
                                       "source": "def check(exercise_id):\n    pass\n"})
-    submissions = {"stub": released, "mutant": mutant, "cheat": cheat}
-    for student, path in submissions.items():
-        (course / "submitted" / student / ASSIGNMENT).mkdir(parents=True)
-        dest = course / "submitted" / student / ASSIGNMENT / NOTEBOOK
-        if isinstance(path, dict):
-            dest.write_text(json.dumps(path))
-        else:
-            shutil.copy(path, dest)
+    for student, notebook in {"stub": released, "mutant": mutant, "cheat": cheat}.items():
+        submit(course, student, ASSIGNMENT, notebook)
     nbgrader(course, "autograde", ASSIGNMENT)
     nbgrader(course, "generate_feedback", ASSIGNMENT)
-    lesson_02 = ROOT / "solutions" / "02_stable_reductions.ipynb"
-    (course / "submitted" / "hang" / "ps02").mkdir(parents=True)
-    write_variant(course / "submitted" / "hang" / "ps02", [HANG], src=lesson_02)
-    nbgrader(course, "autograde", "ps02", f"--Execute.timeout={HANG_TIMEOUT_S}")
-    nbgrader(course, "generate_feedback", "ps02")
-    return course
 
-
-@pytest.mark.parametrize("lesson", LESSONS)
-def test_released_copy_is_the_student_notebook(course, lesson):
-    # nbgrader's own command with the course's config gives what `make notebooks` committed
-    def sources(path):
-        return ["".join(c["source"]) for c in json.loads(path.read_text())["cells"]]
-    released = sources(course / "release" / f"ps{lesson[:2]}" / lesson)
-    assert released == sources(ROOT / "notebooks" / lesson)
-    assert not any("### BEGIN SOLUTION" in s for s in released)
-
-
-def test_solution_scores_every_point(course):
-    """The exercises the mutant leaves as solved score every point, the deleted grade cell's included."""
-    cells = grade_cells(course, "mutant")
-    cells.pop("check_rmsnorm_fwd")
-    here = {ex: earnable_here(ex) for ex in ("rmsnorm_fwd_rows", "rmsnorm_fwd_looped")}
-    assert all(0 < here[ex] <= get(ex).points for ex in here)
-    assert cells == {f"check_{ex}": (float(here[ex]), float(get(ex).points)) for ex in here}
-
-
-@pytest.mark.parametrize("student", ["stub", "cheat"])
-def test_released_stub_scores_zero(course, student):
-    cells = grade_cells(course, student)
-    assert len(cells) == 3 and all(score == 0 and possible > 0 for score, possible in cells.values()), cells
-
-
-def test_a_mutant_loses_only_its_exercise(course):
+    # the released stub scores zero, also with check redefined (ScoreRequired), not nbgrader's full credit
+    for student in ("stub", "cheat"):
+        cells = grade_cells(course, student)
+        assert len(cells) == 3 and all(score == 0 and possible > 0 for score, possible in cells.values()), \
+            (student, cells)
+    # the mutant loses points in its exercise only; the others, the deleted grade cell's included, score every
+    # point that can be earned here
     cells = grade_cells(course, "mutant")
     score, possible = cells.pop("check_rmsnorm_fwd")
     assert 0 <= score < possible
-    assert all(score == earnable_here(name.removeprefix("check_")) for name, (score, _) in cells.items()), cells
-
-
-def test_feedback_shows_the_table_not_the_cases(course):
+    here = {ex: earnable_here(ex) for ex in ("rmsnorm_fwd_rows", "rmsnorm_fwd_looped")}
+    assert all(0 < here[ex] <= get(ex).points for ex in here)
+    assert cells == {f"check_{ex}": (float(here[ex]), float(get(ex).points)) for ex in here}
+    # the feedback shows check()'s table, not the hidden cases' code
     html = (course / "feedback" / "mutant" / ASSIGNMENT / NOTEBOOK.replace(".ipynb", ".html")).read_text()
     failing = [c.name for c in get("rmsnorm_fwd").cases]
     assert failing[0] in html and "FAIL" in html and "constant factor" in html
     assert "Spec(" not in html and "make_inputs" not in html
 
 
-def test_a_check_interrupted_at_the_cell_timeout_keeps_its_points_so_far(course):
+def test_a_check_interrupted_at_the_cell_timeout_keeps_its_points_so_far(tmp_path):
     """Review instructor2 F3, through nbgrader: its cell timeout interrupts the hanging check cell."""
+    lesson_02 = "02_stable_reductions.ipynb"
+    course = new_course(tmp_path / "course", lesson_02)
+    submit(course, "hang", "ps02", write_variant(tmp_path, [HANG], src=ROOT / "solutions" / lesson_02))
+    nbgrader(course, "autograde", "ps02", f"--Execute.timeout={HANG_TIMEOUT_S}")
+    nbgrader(course, "generate_feedback", "ps02")
     cells = grade_cells(course, "hang", "ps02")
     ex = get("stable_softmax")
     cases = [c.name for c in ex.cases]
