@@ -275,6 +275,7 @@ def replay(path: str) -> None:
             modules[code] = SourceModule(code, no_extern_c=True, arch=cudac.device_arch(),
                                          options=[*cudac.NVCC_OPTIONS, "-lineinfo"])
         kernel = cudac.CudaKernel(modules[code].get_function(launch["name"]), launch["name"], launch["src"])
+        kernel._params = None   # its arguments were checked against its parameters when the launch was recorded
         kernel(*[_unpack(a) for a in launch["args"]], grid=launch["grid"], block=launch["block"],
                shared=launch["shared"])
     torch.cuda.synchronize()

@@ -6,6 +6,7 @@ An `Op` says how to call the launcher, what it returns and how to judge each out
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 from dataclasses import dataclass, field, replace
@@ -414,42 +415,9 @@ def judge_compile(src, kernels: tuple) -> tuple[bool, str]:
     if holds_stub(src):
         return False, "the CUDA source still holds its TODO"
     try:
-        return True, compile_check(src, kernels) + partial_warp_masks(src)
+        return True, compile_check(src, kernels)
     except CudaCompileError as e:
         return False, str(e)
-
-
-_SYNC_MASK = re.compile(r"\b(__\w+_sync)\s*\(\s*(0[xX][0-9a-fA-F]+|\d+)[uUlL]*\s*,")
-_BALLOT_MASK = re.compile(r"\b([A-Za-z_]\w*)\s*=\s*__ballot_sync\s*\(")
-_SYNC_NAMED = re.compile(r"\b(__\w+_sync)\s*\(\s*([A-Za-z_]\w*)\s*,")
-
-
-def partial_warp_masks(src: str) -> str:
-    """A note (no points) for each warp intrinsic called with a mask that may leave out lanes: every lane that
-    calls `__shfl_xor_sync(mask, ...)` must be in the mask, and a warp whose 32 lanes call it with 0x0000ffff is
-    undefined behaviour that may still give the right numbers (no sanitizer sees it on an H100). A literal mask is
-    counted; a mask computed by __ballot_sync (review 03d F4: `__ballot_sync(~0u, lane < C)` while every lane
-    shuffles) is named with a question. '' when none."""
-    code = re.sub(r"//[^\n]*|/\*.*?\*/", lambda m: re.sub(r"[^\n]", " ", m.group()), src, flags=re.S)
-    notes = []
-    for m in _SYNC_MASK.finditer(code):
-        mask = int(m.group(2), 0) & 0xFFFFFFFF
-        if mask != 0xFFFFFFFF:
-            line = code.count("\n", 0, m.start()) + 1
-            notes.append(f"{m.group(1)}({m.group(2)}, ...) on line {line} names {bin(mask).count('1')} of 32 lanes")
-    ballots = {m.group(1) for m in _BALLOT_MASK.finditer(code)}
-    for m in _SYNC_NAMED.finditer(code):
-        if m.group(2) in ballots:
-            line = code.count("\n", 0, m.start()) + 1
-            notes.append(f"{m.group(1)}({m.group(2)}, ...) on line {line} takes its mask from __ballot_sync: is "
-                         f"every lane that reaches it in {m.group(2)}?")
-    notes = list(dict.fromkeys(notes))   # two shuffles on one line: one note
-    if not notes:
-        return ""
-    return ("; note (no points): " + "; ".join(notes[:3]) + ". Every lane that calls a warp intrinsic must be in its "
-            "mask: when all 32 lanes of the warp call it, as in this lesson's kernels, a smaller mask is undefined "
-            "behaviour that may give the right numbers on one GPU and wrong ones on the next: use 0xffffffff (or "
-            "the tile's own warp.shfl_xor)")
 
 
 # The launch sweep (the "compiles for a GPU" case, tools/compile_targets.py): a row of one element, a short row
@@ -739,21 +707,41 @@ RACECHECK_POINTS = 2
 
 
 def _cuda_launches(ex: Exercise, ns: dict, op: Op, cuda_source: str, shapes: tuple,
-                   weight: str = "randn") -> tuple[list, str | None]:
+                   weight: str = "randn", dry: bool = False) -> tuple[list, str | None]:
     """The launches the launcher makes for rows of these shapes (plain tensors, with weight and bias unless
-    weight="none"; recorded, not run), and why they cannot be judged (None: they can)."""
+    weight="none"; recorded, not run), and why they cannot be judged (None: they can). dry=True: the kernels are
+    compiled by nvcc alone (helpers.cudac.dry_run), so that no GPU is needed."""
+    from helpers import cudac
+
     from . import racecheck
 
     src = ns[cuda_source]
     if not isinstance(src, str) or holds_stub(src):
         return [], "the CUDA source still holds its TODO"
-    with racecheck.recording_cuda_launches() as launches:
+    with racecheck.recording_cuda_launches() as launches, (cudac.dry_run() if dry else contextlib.nullcontext()):
         for i, shape in enumerate(shapes):
             x, w, b = make_inputs(Spec(name="sanitized", shape=shape, eps=1e-5, weight=weight, seed=70 + i), op)
             op.call(ns[ex.functions[0]], x, w, b, 1e-5, {})
     if not any(launch["name"] in ex.kernels for launch in launches):
         return launches, f"no CUDA kernel was launched: {ex.functions[0]} must launch {' or '.join(ex.kernels[:3])}"
     return launches, None
+
+
+LAUNCHER_POINTS = 2
+
+
+def judge_launcher(ex: Exercise, ns: dict, op: Op, cuda_source: str, shapes: tuple) -> tuple[bool, str]:
+    """The launcher, called on rows of these shapes with the kernels compiled but not run (no GPU needed): it
+    launches the exercise's kernels, under their exported names, with arguments that match each kernel's
+    parameters in number and kind (pointer, int, float; helpers.cudac checks each launch) and a grid and block the
+    GPU would take."""
+    launches, unjudged = _cuda_launches(ex, ns, op, cuda_source, shapes, dry=True)
+    if unjudged:
+        return False, unjudged
+    names = ", ".join(dict.fromkeys(launch["name"] for launch in launches))
+    rows = " and ".join("x".join(map(str, shape)) for shape in shapes)
+    return True, (f"ok: launched {names} for rows {rows}, its arguments of the kinds the kernel takes (compiled, "
+                  "recorded, not run: the values are checked by the cases that run it)")
 
 
 X_LOADS_POINTS = 2
@@ -817,11 +805,13 @@ def exercise(lesson: str, op: Op, id: str, title: str, functions: tuple, kernels
              *, cuda_source: str | None = None, compile_points: int = 3, given: tuple = (),
              racecheck: tuple = (), memcheck: tuple = (), x_reads: tuple = (), far_rows: Spec | None = None,
              uses: tuple = (), far_gib: float = FAR_ROWS_GIB, far_hint: str = FAR_ROWS_HINT,
-             stat_hints: dict | None = None, read_chunks: dict | None = None):
+             stat_hints: dict | None = None, read_chunks: dict | None = None, launcher_rows: tuple = ()):
     """Register an exercise whose cases call functions[0] on each Spec (`uses`: see Exercise.uses).
 
     With `cuda_source` (the name of the student's CUDA C string) the exercise is a CUDA C one: a first
-    case compiles that string with nvcc (runs without a GPU), and the Spec cases need CUDA to run.
+    case compiles that string with nvcc (runs without a GPU), a second calls the launcher on rows of the shapes
+    `launcher_rows` (default: memcheck's) with the kernels compiled but not run (judge_launcher, no GPU needed), and
+    the Spec cases need CUDA to run.
     With `racecheck` (shapes of x) a second case replays the launches for those rows under compute-sanitizer's
     racecheck (kernels that share memory between warps); with `memcheck` (shapes) a case replays them under its
     memcheck, on tensors without guard bands (a load past the row whose value is masked out later). Otherwise it is a Triton one: a first case compiles the kernels its launcher launches for a GPU (they may
@@ -847,6 +837,7 @@ def exercise(lesson: str, op: Op, id: str, title: str, functions: tuple, kernels
         return Case(s.name, run, needs=needs)
 
     ex.cases = [case(s) for s in specs]
+    launcher_rows = launcher_rows or memcheck or ((5, 1000), (5, 999))
     if cuda_source:
         ex.cases.insert(0, Case("compiles with nvcc for sm_80 and sm_90", lambda ns: judge_compile(ns[cuda_source], kernels),
                                 points=compile_points, needs="nvcc"))
@@ -859,6 +850,9 @@ def exercise(lesson: str, op: Op, id: str, title: str, functions: tuple, kernels
                 "no access outside the tensors (compute-sanitizer memcheck)",
                 lambda ns: judge_sanitizer("memcheck", ex, ns, op, cuda_source, memcheck), points=MEMCHECK_POINTS,
                 needs="sanitizer"))
+        ex.cases.insert(1, Case("the launcher's launches (kernels compiled, not run)",
+                                lambda ns: judge_launcher(ex, ns, op, cuda_source, launcher_rows),
+                                points=LAUNCHER_POINTS, needs="nvcc"))
         if x_reads:   # (shape, most, why): counted by Nsight Compute on a replay, once the numbers are right
             shape, most, why = x_reads
             ex.cases.append(Case(

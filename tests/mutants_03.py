@@ -187,4 +187,27 @@ MUTANTS = [
     ('layernorm_welford', 'review 03d W32: grid=(min(M, 65535),) with no loop over rows',
      [('grid=(M,), block=(welford_threads(C),))', 'grid=(min(M, 65535),), block=(welford_threads(C),))')],
      'missing from row 65535'),
+    # Caught without a GPU (nvcc only): the compile case, or the launcher called with its kernels compiled, not run
+    ("layernorm_block", "block_sum without its return (nvcc's warning #940 is an error here)",
+     [("    return t;\n", "")], "missing return statement", "nvcc"),
+    ("rmsnorm_warp", "launcher: Python ints and float for M, C, eps",
+     [("    kernel(y, rstd, x2, weight, np.int32(M), np.int32(C), np.float32(eps),\n",
+       "    kernel(y, rstd, x2, weight, M, C, eps,\n")], "give it its C type", "nvcc"),
+    ("layernorm_regs", "launcher: eps and C swapped",
+     [("    kernel = load_module(LAYERNORM_REGS_SRC).get_function(name)\n"
+       "    kernel(y, mean, rstd, x2, weight, bias, np.int32(M), np.int32(C), np.float32(eps),\n",
+       "    kernel = load_module(LAYERNORM_REGS_SRC).get_function(name)\n"
+       "    kernel(y, mean, rstd, x2, weight, bias, np.int32(M), np.float32(eps), np.int32(C),\n")],
+     "in the kernel's order", "nvcc"),
+    ("layernorm_block", "launcher: bias left out of the launch",
+     [("    kernel(y, mean, rstd, x2, weight, bias, np.int32(M), np.int32(C), np.float32(eps),\n"
+       "           grid=(M,), block=(threads,))",
+       "    kernel(y, mean, rstd, x2, weight, np.int32(M), np.int32(C), np.float32(eps),\n"
+       "           grid=(M,), block=(threads,))")], "the launch passes 8", "nvcc"),
+    ("layernorm_welford", "launcher: a kernel name that the source does not export",
+     [('get_function("layernorm_welford")', 'get_function("layernorm_welford_kernel")')], "no kernel named",
+     "nvcc"),
+    ("softmax_online", "launcher: launches nothing",
+     [("    kernel(y, x2, np.int32(M), np.int32(C), grid=(cdiv(M, WARPS_PER_BLOCK),), block=(32 * WARPS_PER_BLOCK,))\n",
+       "")], "no CUDA kernel was launched", "nvcc"),
 ]

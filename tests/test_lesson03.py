@@ -40,7 +40,7 @@ def test_compile_check_passes_good_code_and_names_its_kernels():
 
 @needs_nvcc
 def test_compile_errors_quote_nvcc_with_the_line():
-    with pytest.raises(cudac.CudaCompileError, match=r"line \(4\).*undefined"):
+    with pytest.raises(cudac.CudaCompileError, match=r"line 4 of the source: error: .*undefined"):
         cudac.compile_check(GOOD.replace("a * x[i]", "a * z[i]"), ("scale",))
 
 
@@ -71,8 +71,8 @@ def test_one_spelling_of_the_stub_marker():
 @needs_nvcc
 def test_show_compile_is_compile_check_where_nvcc_is_installed():
     assert cudac.show_compile(GOOD, ("scale",)) == cudac.compile_check(GOOD, ("scale",))
-    with pytest.raises(cudac.CudaCompileError):
-        cudac.show_compile(GOOD.replace("a * x[i]", "a * z[i]"), ("scale",))
+    assert cudac.show_compile(GOOD.replace("a * x[i]", "a * z[i]"), ("scale",)).startswith(
+        "does NOT compile: nvcc (sm_80) failed: line 4 of the source: error: identifier \"z\" is undefined")
 
 
 def test_show_compile_without_nvcc_says_why_instead_of_raising(monkeypatch):
@@ -111,7 +111,7 @@ def test_launch_arguments_need_their_c_type():
 def test_a_partial_warp_mask_gets_a_note_not_a_failure():
     """__shfl_xor_sync(0x0000ffff, ...) called by 32 lanes is undefined behaviour that an H100 runs right and no
     sanitizer reports (review 03c R02/S05): the compile case says so, without taking points."""
-    from autograder.rowcases import partial_warp_masks
+    from helpers.cudac import partial_warp_masks
     full = "v += __shfl_xor_sync(0xffffffff, v, 16); w = __shfl_down_sync(4294967295u, w, 1); // __shfl_sync(1, a, 0)"
     assert partial_warp_masks(full) == ""
     note = partial_warp_masks("int a;\n  v += __shfl_xor_sync(0x0000ffffu, v, 8);\n  /* __any_sync(3, p) */")
@@ -298,3 +298,53 @@ def test_ncu_replays_once_more_when_the_profiler_itself_fails(monkeypatch):
         else:
             assert racecheck.run_ncu_loads(launches, ("softmax_online",)) == expect
         assert len(seen) == calls
+
+
+def test_a_narrow_shuffle_gets_a_note():
+    """Review student03 F5: a width below 32 shuffles within segments, and an offset of the width or more gives
+    a lane its own value back (a butterfly then merges a lane with itself)."""
+    from helpers.cudac import narrow_shuffles
+    assert narrow_shuffles("o.n = __shfl_xor_sync(0xffffffff, s.n, off);  // __shfl_xor_sync(m, v, o, 16)") == ""
+    note = narrow_shuffles("int a;\no.n = __shfl_xor_sync(0xffffffff, f(s.n, 1), off, 16);")
+    assert note.startswith("; note (no points): __shfl_xor_sync(..., 16) on line 2 shuffles within segments")
+
+
+@needs_nvcc
+def test_a_launch_is_checked_against_the_kernels_parameters():
+    """Review student03 F1: the launch's arguments in number and kind (pointer, int, float) from the kernel's PTX,
+    named from its signature; PyCUDA would pass them anyway and the kernel read the wrong bytes."""
+    assert cudac.kernel_params(GOOD) == {"scale": ["pointer", "pointer", "int", "float"]}
+    assert cudac.param_names(GOOD, "scale") == ["y", "x", "n", "a"]
+    macro = ('#define K(NAME, T) \\\n  extern "C" __global__ void NAME(T* out, int n) { out[0] = n; }\nK(k_f, float)\n'
+             'K(k_i, int)\n')
+    assert cudac.param_names(macro, "k_f") == ["out", "n"] and cudac.kernel_params(macro)["k_i"] == ["pointer", "int"]
+    kernel = cudac.CudaKernel(None, "scale", GOOD)
+    x = torch.ones(4)
+    kernel.checked([x, x, np.int32(4), np.float32(2)], 1, 32, pointers=False)   # right: no error
+    for args, says in [([x, x, np.int32(4)], r"scale takes 4 arguments \(y: pointer, x: pointer, n: int, a: float\); "
+                                             r"the launch passes 3"),
+                       ([x, x, np.float32(2), np.int32(4)], r"argument 2 \(n\) is an int in the kernel, but the launch "
+                                                            r"passes np.float32\(2.0\) there: np.int32\(...\). Are the "
+                                                            r"arguments in the kernel's order \(y, x, n, a\)\?"),
+                       ([x, 7, np.int32(4), np.float32(2)], r"argument 1 \(x\) is a pointer in the kernel, but the "
+                                                            r"launch passes a Python int \(7\)"),
+                       ([x, x, 4, np.float32(2)], r"argument 2 is a Python int \(4\); give it its C type")]:
+        with pytest.raises(TypeError, match=says):
+            kernel.checked(args, 1, 32, pointers=False)
+
+
+@needs_nvcc
+def test_show_compile_and_show_launches_say_what_happened_without_raising():
+    """Review student03 F3/F8: on a machine without a GPU the visible check shows what the launcher launches (its
+    kernels compiled, not run) and says that the numbers are not checked; a compile error is said, not raised."""
+    ns, errors = load(ROOT / "solutions" / f"{LESSON}.ipynb")
+    assert not errors
+    shown = cudac.show_launches(ns["rmsnorm_warp"], torch.randn(13, 1000), torch.ones(1000))
+    assert shown.startswith("launches rmsnorm_warp<<<grid (2, 1, 1), block (256, 1, 1)>>>, with arguments of the kinds")
+    assert "the numbers are checked where a GPU runs them" in shown
+    broken = ns["RMSNORM_WARP_SRC"].replace("return;", "return")
+    assert cudac.show_compile(broken, ("rmsnorm_warp",)).startswith("does NOT compile: nvcc (sm_80) failed: line ")
+    no_return = ns["LAYERNORM_BLOCK_SRC"].replace("    return t;\n", "\n")   # review student03 F2: warning #940
+    assert "missing return statement" in cudac.show_compile(no_return, ("layernorm_block_k4",))
+    stub, _ = load(ROOT / "notebooks" / f"{LESSON}.ipynb")
+    assert cudac.show_launches(stub["rmsnorm_warp"], torch.randn(13, 1000), None) == "rmsnorm_warp launched no kernel"
