@@ -165,17 +165,33 @@ def compare_each(actual, expected, tols, names, *, dtype: torch.dtype | None = N
             for a, e, t, n in zip(actual, expected, tols, names)]
 
 
-def print_verdict(label: str, results: list[CompareResult]) -> bool:
-    """Print one line for a visible check: "label: ok (max abs err ...)" or what failed; return whether all passed."""
+def print_verdict(label: str, results: list[CompareResult]) -> None:
+    """Print one line for a visible check: "label: ok (max abs err ...)" or what failed. Returns nothing, so that a
+    notebook cell that ends with it shows no stray True/False."""
     if not results:
         raise ValueError("print_verdict: no results to judge")
     bad = [r for r in results if not r]
     if bad:
         print(f"{label}: FAILED: " + "; ".join(r.message for r in bad))
-        return False
+        return
     errs = ", ".join(r.message.split(":", 1)[0] + f" {r.max_abs_err:.1e}" for r in results)
     print(f"{label}: ok (max abs err {errs}; within the hidden cases' tolerance)")
-    return True
+
+
+def changed_in_place(name: str, before: torch.Tensor, after: torch.Tensor) -> str | None:
+    """What to say when a function changed its input `name` (`before`: a clone taken before the call), else None."""
+    if after is None or torch.equal(after.detach(), before):
+        return None
+    return (f"your function changed its input {name} in place: for a float32 (or float64) x, "
+            "x.to(compute_dtype(x)) is x itself, not a copy, so xf.sub_(mean) or xf.mul_(...) write into the "
+            "caller's tensor; use out-of-place ops (xf - mean)")
+
+
+def print_unchanged(name: str, before: torch.Tensor, after: torch.Tensor) -> None:
+    """A visible check's line when the function changed its input in place (nothing when it did not)."""
+    said = changed_in_place(name, before, after)
+    if said:
+        print(f"{name}: FAILED: {said}")
 
 
 def _fmt_index(flat_idx: int, shape) -> tuple:

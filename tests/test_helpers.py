@@ -436,11 +436,23 @@ def test_compare_each_judges_every_output_and_names_what_came_back():
 def test_print_verdict_says_ok_only_when_all_pass(capsys):
     good = helpers.CompareResult(True, "a: ok (max abs err 1e-7)", 1e-7)
     bad = helpers.CompareResult(False, "b: 3 of 3 elements off")
-    assert helpers.print_verdict("x", [good]) and "x: ok (max abs err a 1.0e-07" in capsys.readouterr().out
-    assert not helpers.print_verdict("y", [good, bad])
+    assert helpers.print_verdict("x", [good]) is None      # a cell that ends with it shows no stray True/False
+    assert "x: ok (max abs err a 1.0e-07" in capsys.readouterr().out
+    helpers.print_verdict("y", [good, bad])
     assert capsys.readouterr().out.strip() == "y: FAILED: b: 3 of 3 elements off"
     with pytest.raises(ValueError, match="no results"):
         helpers.print_verdict("z", [])
+
+
+def test_print_unchanged_speaks_only_of_an_input_changed_in_place(capsys):
+    """Review student01 F1: a visible check says that the function changed x, not that correct outputs are wrong."""
+    x = torch.randn(3, 4)
+    before = x.clone()
+    helpers.print_unchanged("x", before, x)
+    assert capsys.readouterr().out == ""
+    x.sub_(1.0)
+    helpers.print_unchanged("x", before, x)
+    assert capsys.readouterr().out.startswith("x: FAILED: your function changed its input x in place")
 
 
 def test_recorded_autotuning_prints_one_line_per_point(capsys):

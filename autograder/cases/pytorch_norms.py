@@ -17,7 +17,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from helpers.compare import Tolerance
+from helpers.compare import Tolerance, changed_in_place
 from helpers.norms01 import GRAD_TOL, TOL
 
 from ..harness import student_call
@@ -95,10 +95,9 @@ def _call(ex_id: str, fn, *args, may_change=(), names=None, **kwargs):
 
 
 def _unchanged(name: str, x, before) -> None:
-    if x is not None and not torch.equal(x.detach(), before):
-        raise Fail(f"your function changed its input {name} in place: for a float32 (or float64) x, "
-                   "x.to(compute_dtype(x)) is x itself, not a copy, so xf.sub_(mean) or xf.mul_(...) write into the "
-                   "caller's tensor; use out-of-place ops (xf - mean)")
+    said = changed_in_place(name, before, x)
+    if said:
+        raise Fail(said)
 
 
 def _no_forbidden(ex_id: str, spy) -> None:
@@ -236,13 +235,14 @@ def _order_alts(xd, mean, var, eps, w, b, aff, shape=None, reshape=None, swapped
     return alts
 
 
-def _step_alts(normalize, eps, aff, w, root: str) -> list:
+def _step_alts(normalize, eps, aff, w, root: str, bias: bool = True) -> list:
     """(float64 output, hint) of two slips any norm can make: eps left out, and the affine step left out.
-    normalize(e) is the output before the affine step with e added to `root`."""
+    normalize(e) is the output before the affine step with e added to `root`; bias=False for a norm without one."""
     alts = [(aff(normalize(0.0)), f"no eps: it belongs inside the square root, sqrt({root} + eps)")]
     if w is not None:
         alts.append((normalize(eps), "the output without the affine step: after normalizing, multiply by weight "
-                                     "and add bias (each one when it is given)"))
+                                     + ("and add bias (each one when it is given)" if bias else
+                                        "(RMSNorm has no bias)")))
     return alts
 
 
@@ -931,7 +931,8 @@ def _bnm_batch_of_one_case(name, seed) -> Case:
 
 
 BNM_CASES = [
-    _bnm_initial_case("initial state = nn.BatchNorm1d's (names, values, dtypes)", {}),
+    _bnm_initial_case("a train and an eval step, then a new module's state = nn.BatchNorm1d's (names, values, "
+                      "dtypes)", {}),
     _bnm_initial_case("affine=False, track_running_stats=False: Nones", {"affine": False,
                                                                           "track_running_stats": False}),
     _bnm_case(BNM("(N, C) = (6, 5): 3 train steps, then eval", (6, 5), seed=1)),
@@ -1035,7 +1036,7 @@ def _ln_alts(kind, x, w, b, k, eps):
             alts.append((aff(xd / torch.sqrt(xd.square().sum(dims, keepdim=True) / x.shape[-1] + eps)),
                          f"the sum of squares over the last {k} dims divided by x.shape[-1] only: the mean divides "
                          f"by every normalized element, {math.prod(x.shape[x.ndim - k:])} here (or use .mean(dims))"))
-        alts += _step_alts(lambda e: xd / torch.sqrt(ms + e), eps, aff, w, "mean(x^2)")
+        alts += _step_alts(lambda e: xd / torch.sqrt(ms + e), eps, aff, w, "mean(x^2)", bias=False)
     return alts
 
 
