@@ -75,7 +75,7 @@ def _used_stubs(ex: Exercise, ns: dict) -> str:
 ERROR_HINTS = (
     ("must be Tensor, not tensor", ": a PyTorch function was called on a Triton tensor inside a @triton.jit kernel; "
      "use tl.sum, tl.sqrt, tl.where ... there"),
-    ("must match the size of tensor b", ": the shapes do not broadcast. A mean or var taken without keepdim=True "
+    ("must match the size of tensor b", ": the shapes do not broadcast. A reduction (max, sum, mean, var) taken without keepdim=True "
      "drops the reduced dims, so it no longer lines up with x: reduce with keepdim=True"),
     ("'float' object cannot be interpreted as an integer", ": a float reached range() or a size. Are the launch's "
      "arguments in the kernel's order? A kernel whose N comes after eps gets eps as N from a positional launch: "

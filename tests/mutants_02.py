@@ -279,4 +279,15 @@ MUTANTS = [
     ('butterfly_reduce', 'review 02d Q05: exchange buffer made with torch.zeros(t.shape) (default fp32): fp64 lanes rounded',
      [('    state = values\n    for offset in (16, 8, 4, 2, 1):\n        partner = lane ^ offset\n        theirs = lanes_map(lambda t: t[partner], state)\n        state = merge(state, theirs)\n    return state\n', '    state = values\n    for offset in (16, 8, 4, 2, 1):\n        partner = lane ^ offset\n        def shfl(t):\n            buf = torch.zeros(t.shape) if t.is_floating_point() else torch.zeros_like(t)\n            buf[:] = t[partner]\n            return buf\n        theirs = lanes_map(shfl, state)\n        state = merge(state, theirs)\n    return state\n')],
      'lost precision on the way'),
+    # review student02
+    ('online_softmax', 'review student02 F1: states in fp64 for an fp32 input (right values, not what a kernel keeps)',
+     [('    acc = acc_dtype(x.dtype)\n    state = softmax_identity(', '    acc = torch.float64\n    state = softmax_identity(')],
+     'keep them in fp32'),
+    ('var_mean_welford', 'review student02 F1: states in fp64 for an fp32 input (right values, not what a kernel keeps)',
+     [('    acc = acc_dtype(x.dtype)\n    state = welford_empty(', '    acc = torch.float64\n    state = welford_empty(')],
+     'keep them in fp32'),
+    ('var_mean_welford', 'review student02 F2: each chunk counted len(c), its number of rows',
+     [('state = welford_merge(state, (torch.full_like(mean_c, c.shape[-1]), mean_c, m2_c))',
+       'state = welford_merge(state, (torch.full_like(mean_c, len(c)), mean_c, m2_c))')],
+     'the number of rows: len(c)'),
 ]

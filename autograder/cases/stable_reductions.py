@@ -113,6 +113,17 @@ def _coarser(dtypes, acc: torch.dtype) -> list[str]:
     return sorted(_short(d) for d in dtypes if d.is_floating_point and torch.finfo(d).eps > torch.finfo(acc).eps)
 
 
+def _finer(dtypes, acc: torch.dtype, merge: str, x_dtype: torch.dtype) -> str:
+    """What to say when states reached `merge` in a float dtype wider than `acc` (fp64 for an fp32 input), else ''.
+    The lesson keeps them in acc_dtype, as a kernel does: fp64 would hide the rounding it teaches to control."""
+    wide = sorted(_short(d) for d in dtypes if d.is_floating_point and torch.finfo(d).eps < torch.finfo(acc).eps)
+    if not wide:
+        return ""
+    return (f"right values, but the states reaching {merge} are {', '.join(wide)} for a {_short(x_dtype)} input: keep "
+            f"them in {_short(acc)}, acc_dtype(x.dtype), as a GPU kernel does (fp64 runs at half fp32's rate on an "
+            "H100 and 1/64 on most consumer GPUs, and would hide the rounding this lesson teaches you to control)")
+
+
 def _close(a: torch.Tensor, b: torch.Tensor, rtol: float = 1e-4, atol: float = 0.0) -> bool:
     """a matches b (float64 view) everywhere, NaN nowhere: for recognising a mistake's pattern."""
     a, b = a.detach().double(), b.detach().double()
@@ -608,9 +619,21 @@ def _a_state_holds(calls: list, k: int, value: torch.Tensor, same) -> bool:
                for a, b in calls for t in (a[k], b[k]))
 
 
+CHUNK_IS = ("a chunk is `chunk` consecutive columns, x[..., s:s+chunk] for s in range(0, N, chunk) "
+            "(torch.chunk(x, chunk) makes `chunk` pieces instead)")
+
+
+def _times(n: int) -> str:
+    return "once" if n == 1 else f"{n} times"
+
+
+def _chunks(n: int) -> str:
+    return f"{n} chunk{'s' * (n != 1)}"
+
+
 def _more_merges_than_chunks(merge: str, calls: int, chunks: int, chunk: int, N: int) -> str:
     """A stream that merged more states than a row has chunks: `chunk` read as a number of pieces (torch.chunk)."""
-    return (f"{merge} was called {calls} times for {chunks} chunks of {chunk} columns (N = {N}): a chunk is `chunk` "
+    return (f"{merge} was called {_times(calls)} for {_chunks(chunks)} of {chunk} columns (N = {N}): a chunk is `chunk` "
             "consecutive columns, x[..., s:s+chunk] for s in range(0, N, chunk) (torch.split(x, chunk, dim=-1)); "
             "torch.chunk(x, chunk) makes `chunk` pieces instead")
 
@@ -649,9 +672,13 @@ def _stream_run(ns, fn, s: SoftmaxSpec) -> tuple[bool, str]:
         chunks = math.ceil(x.shape[-1] / s.chunk)
         if len(calls) > chunks:
             return False, _more_merges_than_chunks("online_softmax_merge", len(calls), chunks, s.chunk, x.shape[-1])
+        wide = _finer(dtypes, acc, "online_softmax_merge", x.dtype)
+        if wide:
+            return False, wide
         if len(calls) < chunks - 1:
-            return False, (f"online_softmax_merge was called {len(calls)} times for {chunks} chunks: stream over "
-                           "the row once, folding each chunk's (m, l) into the running state with online_softmax_merge")
+            return False, (f"online_softmax_merge was called {_times(len(calls))} for {_chunks(chunks)}: stream "
+                           "over the row once, folding each chunk's (m, l) into the running state with "
+                           f"online_softmax_merge. {CHUNK_IS}")
         own = x[..., :s.chunk].to(acc).amax(-1)             # chunk 0's own max
         lower = own < x.to(acc).amax(-1)
     if s.count_merges and calls:      # with no merge (one chunk, started from its state) there is nothing to probe
@@ -738,7 +765,7 @@ def _judge_welford(out, ref, dtype, data, hints) -> tuple[bool, str]:
         if not r:
             extra = ""
             if empty and not torch.isfinite(got.detach().double()).all():
-                extra = (" An empty state (count 0) is allowed on either side: n = 0 makes n_b / n = 0/0; "
+                extra = (". An empty state (count 0) is allowed on either side: n = 0 makes n_b / n = 0/0; "
                          "divide by n.clamp_min(1) (n_b = 0 whenever n = 0, so the ratio is 0).")
             if (not extra and dtype == F64 and isinstance(got, torch.Tensor) and got.shape == want.shape
                     and _close(got, want, 1e-5, 1e-5 * float(want.abs().max()))):
@@ -941,6 +968,15 @@ def _merged_count(calls: list):
         return None
 
 
+def _chunk_counts(calls: list) -> set[float]:
+    """The counts of the chunk states given to welford_merge (its second argument), as a set; empty where they
+    cannot be read."""
+    try:
+        return {float(v) for _, b in calls if len(b) == 3 for v in torch.as_tensor(b[0]).flatten().unique()}
+    except (TypeError, ValueError, RuntimeError):
+        return set()
+
+
 def _chunks_var_as_m2(x: torch.Tensor, chunk: int) -> torch.Tensor:
     """M2 (float64) of Chan's merges when each chunk's state holds its variance M2_c / n_c in place of M2_c."""
     chunks = x.double().split(chunk, dim=-1)
@@ -1031,10 +1067,14 @@ def _var_judged(ns, fn, s: VarSpec, x, out, calls, dtypes) -> tuple[bool, str]:
         if s.count_merges and len(calls) > chunks:
             return False, _more_merges_than_chunks("welford_merge", len(calls), chunks, s.chunk, N)
         if s.count_merges and len(calls) < chunks - 1:
-            return False, (f"welford_merge was called {len(calls)} times for {chunks} chunks: compute each chunk's "
-                           "(count, mean, M2) and merge the chunk states into the running state with welford_merge")
+            return False, (f"welford_merge was called {_times(len(calls))} for {_chunks(chunks)}: compute each "
+                           "chunk's (count, mean, M2) and merge the chunk states into the running state with "
+                           f"welford_merge. {CHUNK_IS}")
         if _coarser(dtypes, acc_dtype(s.dtype)):
             return False, "right values, but" + _var_precision_hint(s, dtypes, ())[1:]
+        wide = _finer(dtypes, acc_dtype(s.dtype), "welford_merge", s.dtype) if s.count_merges else ""
+        if wide:
+            return False, wide
         if s.count_merges and calls:     # no merge (one chunk, started from its state): nothing to probe
             own = x[..., :s.chunk].to(acc_dtype(s.dtype)).mean(-1)     # chunk 0's own mean
             if not _a_state_holds(calls, 1, own, lambda t, v: torch.allclose(t, v, rtol=1e-5, atol=1e-6)):
@@ -1086,6 +1126,9 @@ def _var_judged(ns, fn, s: VarSpec, x, out, calls, dtypes) -> tuple[bool, str]:
         return False, msg
     rel = _rel_err(var, ref_var)
     merged = _merged_count(calls)
+    if x.dim() > 1 and x.shape[0] != min(s.chunk, N) and _chunk_counts(calls) == {float(x.shape[0])}:
+        return False, (f"{msg}; every chunk's state counts {x.shape[0]}, the number of rows: len(c) is a chunk's "
+                       "rows, its count is its number of columns, c.shape[-1]")
     if merged is not None and merged < N:
         return False, (f"{msg}; the merged states count {merged:g} of the {N} columns: some columns never reached "
                        "welford_merge. Loop over range(0, N, chunk), chunks x[..., s:s+chunk]: the last may be shorter")
