@@ -234,6 +234,40 @@ def show_compile(src, kernels: tuple[str, ...]) -> str:
         return f"does NOT compile: {e}"
 
 
+_PTXAS_ENTRY = re.compile(r"Compiling entry function '(\w+)'")
+_PTXAS_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores")
+_PTXAS_REGS = re.compile(r"Used (\d+) registers")
+
+
+def show_resources(src, arch: str = "sm_90") -> str:
+    """What ptxas reports for each kernel of `src` (`nvcc -Xptxas -v`, no GPU needed): registers per thread, the
+    stack frame and the spill stores, one line per kernel. Where a kernel spills, its registers did not hold it."""
+    nvcc = nvcc_path()
+    if nvcc is None:
+        return "no ptxas report: nvcc (the CUDA toolkit) is not installed here"
+    code = c_source(src)
+    with tempfile.TemporaryDirectory() as tmp:
+        cu = os.path.join(tmp, "kernel.cu")
+        with open(cu, "w") as f:
+            f.write(code)
+        proc = subprocess.run([nvcc, "-cubin", f"-arch={arch}", *NVCC_OPTIONS, "-Xptxas", "-v", "-o",
+                               os.path.join(tmp, "kernel.cubin"), cu], capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0:
+        return f"no ptxas report: nvcc ({arch}) failed: {_first_errors(proc.stderr + proc.stdout)}"
+    rows, name = {}, None
+    for line in proc.stderr.splitlines():
+        if m := _PTXAS_ENTRY.search(line):
+            name = m.group(1)
+            rows[name] = {}
+        elif name and (m := _PTXAS_FRAME.search(line)):
+            rows[name].update(frame=int(m.group(1)), spill=int(m.group(2)))
+        elif name and (m := _PTXAS_REGS.search(line)):
+            rows[name]["regs"] = int(m.group(1))
+    return "\n".join(f"{k:28s} {v.get('regs', '?'):>3} registers, {v.get('frame', 0):4d} B stack frame, "
+                     f"{v.get('spill', 0):4d} B spill stores" + ("  <- spills" if v.get("spill") else "")
+                     for k, v in sorted(rows.items()))
+
+
 def show_launches(launcher, *args, **kwargs) -> str:
     """A notebook cell's look at what `launcher(*args, **kwargs)` launches where its kernels cannot run (no GPU):
     they are compiled with nvcc, the launches checked against each kernel's parameters and recorded, not run."""
