@@ -164,7 +164,7 @@ def compile_check(src, kernels: tuple[str, ...], archs: tuple[str, ...] = ARCHS)
     summary = f"compiles for {', '.join(archs)}; exports {names}"
     if STUB_TODO in src:
         summary += f"; it still holds // {STUB_TODO}: write the kernel there (and delete the comment once you have)"
-    return summary + partial_warp_masks(src) + narrow_shuffles(src)
+    return summary + partial_warp_masks(src) + narrow_shuffles(src) + int_row_offsets(src)
 
 
 _SYNC_MASK = re.compile(r"\b(__\w+_sync)\s*\(\s*(0[xX][0-9a-fA-F]+|\d+)[uUlL]*\s*,")
@@ -218,6 +218,21 @@ def narrow_shuffles(src: str) -> str:
     return ("; note (no points): " + "; ".join(dict.fromkeys(notes)) + " shuffles within segments of fewer than 32 "
             "lanes: an offset of the width or more returns the lane's own value, so a butterfly over the warp merges "
             "a lane with itself. Leave the width out (32, the whole warp)")
+
+
+_ROW_TIMES_C = re.compile(r"(\(\s*(?:size_t|long\s+long|int64_t|ptrdiff_t)\s*\)\s*)?\b(row\w*)\s*\*\s*(C|N)\b")
+
+
+def int_row_offsets(src: str) -> str:
+    """A note (no points) for `row * C` without a 64-bit cast: if row is an int, the product wraps past 2**31
+    elements (rows far into a large tensor), which only a GPU with 18 GiB free shows. '' when none."""
+    code = re.sub(r"//[^\n]*|/\*.*?\*/", lambda m: re.sub(r"[^\n]", " ", m.group()), src, flags=re.S)
+    lines = [code.count("\n", 0, m.start()) + 1 for m in _ROW_TIMES_C.finditer(code) if not m.group(1)]
+    if not lines:
+        return ""
+    where = ", ".join(map(str, dict.fromkeys(lines)))
+    return (f"; note (no points): row * C on line{'s' * (len(lines) > 1)} {where} without a cast: if row is an int, "
+            "the product is an int and wraps past 2**31 elements; offset rows as (size_t)row * C")
 
 
 def show_compile(src, kernels: tuple[str, ...]) -> str:

@@ -359,3 +359,14 @@ def test_show_resources_reports_ptxas_registers_and_spills():
     assert set(rows) == set(get("layernorm_block").kernels)
     assert rows["layernorm_block_k16_vec"].endswith("<- spills") and "<- spills" not in rows["layernorm_block_k4"]
     assert " registers, " in rows["layernorm_block_k4"]
+
+
+def test_an_int_row_offset_gets_a_note():
+    """Review student03 F4: x[row * C + i] compiles and passes every case a CPU (or a GPU with less than 18 GiB
+    free) runs; the compile case says so, without taking points."""
+    from helpers.cudac import int_row_offsets
+    assert int_row_offsets("const float* xr = x + (size_t)row * C;  // not row * C\nint rows = M * C;") == ""
+    note = int_row_offsets("int a;\nfloat v = x[row * C + i];\ny[rowi * C] = v;\n")
+    assert note.startswith("; note (no points): row * C on lines 2, 3 without a cast: if row is an int")
+    for ex in for_lesson(LESSON):   # the lesson's own kernels cast
+        assert int_row_offsets(load(ROOT / "solutions" / f"{LESSON}.ipynb")[0][ex.functions[1]]) == ""
