@@ -92,6 +92,10 @@ def reduce_sets_figure(N: int = 4, C: int = 6, HW: int = 5, groups: int = 2, i: 
                                           (x0 + dx, y0 + 1 + dy)], facecolor=top, **kw))
                     ax.add_patch(Polygon([(x0 + 1, y0), (x0 + 1 + dx, y0 + dy), (x0 + 1 + dx, y0 + 1 + dy),
                                           (x0 + 1, y0 + 1)], facecolor=side, **kw))
+        n_i, c_i = i     # element i itself, at position 0 of its (sample, channel): on the front face when n_i = 0
+        ax.plot(c_i + 0.5 + n_i * dx, 0.5 + n_i * dy, marker="o", color="#d62728", ms=7, zorder=5)
+        ax.annotate("i", (c_i + 0.5 + n_i * dx, 0.5 + n_i * dy), xytext=(c_i + 0.15 + n_i * dx, -0.5), ha="center",
+                    color="#d62728", fontsize=10, fontweight="bold")
         ax.annotate("C", (C / 2, -0.9), ha="center", fontsize=10)
         ax.annotate("H, W", (-0.9, HW / 2), ha="center", va="center", rotation=90, fontsize=10)
         ax.annotate("N", (C + 0.3 + N * dx / 2 + 0.4, N * dy / 2 - 0.2), fontsize=10)
@@ -100,8 +104,8 @@ def reduce_sets_figure(N: int = 4, C: int = 6, HW: int = 5, groups: int = 2, i: 
         ax.set_aspect("equal")
         ax.axis("off")
         ax.set_title(f"{titles[kind]}\n|S_i| = {int(mask.sum())} elements", fontsize=10)
-    fig.suptitle("Every norm: statistics over a set S_i (shaded), then normalize each element with them "
-                 "(front face: sample n = 0)", fontsize=10)
+    fig.suptitle("Every norm: statistics over a set S_i (shaded) of element i (red dot), then normalize each "
+                 "element with them (front face: sample n = 0)", fontsize=10)
     fig.tight_layout()
     return fig
 
