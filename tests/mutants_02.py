@@ -290,4 +290,8 @@ MUTANTS = [
      [('state = welford_merge(state, (torch.full_like(mean_c, c.shape[-1]), mean_c, m2_c))',
        'state = welford_merge(state, (torch.full_like(mean_c, len(c)), mean_c, m2_c))')],
      'the number of rows: len(c)'),
+    ('welford', 'review student02 F6: the mean step divides by the old count (clamped to 1 for the first value)',
+     [('    count = count + 1\n    delta = x - mean\n    mean = mean + delta / count\n',
+       '    delta = x - mean\n    mean = mean + delta / count.clamp_min(1)\n    count = count + 1\n')],
+     'divides delta by the OLD count'),
 ]
