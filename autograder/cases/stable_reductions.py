@@ -623,17 +623,9 @@ CHUNK_IS = ("a chunk is `chunk` consecutive columns, x[..., s:s+chunk] for s in 
             "(torch.chunk(x, chunk) makes `chunk` pieces instead)")
 
 
-def _times(n: int) -> str:
-    return "once" if n == 1 else f"{n} times"
-
-
-def _chunks(n: int) -> str:
-    return f"{n} chunk{'s' * (n != 1)}"
-
-
 def _more_merges_than_chunks(merge: str, calls: int, chunks: int, chunk: int, N: int) -> str:
     """A stream that merged more states than a row has chunks: `chunk` read as a number of pieces (torch.chunk)."""
-    return (f"{merge} was called {_times(calls)} for {_chunks(chunks)} of {chunk} columns (N = {N}): a chunk is `chunk` "
+    return (f"{merge} was called {_times(calls)} for {_times(chunks, 'chunk')} of {chunk} columns (N = {N}): a chunk is `chunk` "
             "consecutive columns, x[..., s:s+chunk] for s in range(0, N, chunk) (torch.split(x, chunk, dim=-1)); "
             "torch.chunk(x, chunk) makes `chunk` pieces instead")
 
@@ -676,7 +668,7 @@ def _stream_run(ns, fn, s: SoftmaxSpec) -> tuple[bool, str]:
         if wide:
             return False, wide
         if len(calls) < chunks - 1:
-            return False, (f"online_softmax_merge was called {_times(len(calls))} for {_chunks(chunks)}: stream "
+            return False, (f"online_softmax_merge was called {_times(len(calls))} for {_times(chunks, 'chunk')}: stream "
                            "over the row once, folding each chunk's (m, l) into the running state with "
                            f"online_softmax_merge. {CHUNK_IS}")
         own = x[..., :s.chunk].to(acc).amax(-1)             # chunk 0's own max
@@ -1085,7 +1077,7 @@ def _var_judged(ns, fn, s: VarSpec, x, out, calls, dtypes) -> tuple[bool, str]:
         if s.count_merges and len(calls) > chunks:
             return False, _more_merges_than_chunks("welford_merge", len(calls), chunks, s.chunk, N)
         if s.count_merges and len(calls) < chunks - 1:
-            return False, (f"welford_merge was called {_times(len(calls))} for {_chunks(chunks)}: compute each "
+            return False, (f"welford_merge was called {_times(len(calls))} for {_times(chunks, 'chunk')}: compute each "
                            "chunk's (count, mean, M2) and merge the chunk states into the running state with "
                            f"welford_merge. {CHUNK_IS}")
         if _coarser(dtypes, acc_dtype(s.dtype)):
