@@ -19,7 +19,7 @@ STUDENT_04 = ROOT / "notebooks" / "04_triton_rmsnorm.ipynb"
 
 
 # The slowest CPU tests (seconds on CI's 2 cores, from --durations): collected first, so that `make test`'s workers
-# (pytest-xdist, tests handed out two at a time: --maxschedchunk 2) start them at once and end on short tests, not with one worker running a
+# (pytest-xdist, --dist worksteal) start them at once and end on short tests, not with one worker running a
 # three-minute test while the other idles (about 2.5 minutes of ci59's 21).
 SLOW_FIRST = {
     "test_solutions_score_full_marks_through_the_cli[05_triton_layernorm]": 170,
