@@ -37,7 +37,7 @@ lab: setup
 	$(VENV)/bin/jupyter lab notebooks/
 
 test: setup
-	$(VPY) -m pytest -q -n auto --maxprocesses $(TEST_JOBS) --dist worksteal --durations=10
+	$(VPY) -m pytest -q -n auto --maxprocesses $(TEST_JOBS) --durations=10
 
 test-gpu:
 	$(RUNPY) tools/run_gpu_tests.py

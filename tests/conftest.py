@@ -18,24 +18,9 @@ SOLUTION_04 = ROOT / "solutions" / "04_triton_rmsnorm.ipynb"
 STUDENT_04 = ROOT / "notebooks" / "04_triton_rmsnorm.ipynb"
 
 
-# The slowest CPU tests (seconds on CI's 2 cores, from --durations): collected first, so that `make test`'s workers
-# (pytest-xdist, --dist worksteal) start them at once and end on short tests, not with one worker running a
-# three-minute test while the other idles (about 2.5 minutes of ci59's 21).
-SLOW_FIRST = {
-    "test_solutions_score_full_marks_through_the_cli[05_triton_layernorm]": 170,
-    "test_solutions_score_full_marks_through_the_cli": 60, "test_lesson_04_autograded_and_fed_back": 88,
-    "test_a_check_interrupted_at_the_cell_timeout_keeps_its_points_so_far": 78,
-    "test_a_broken_exercise_loses_only_itself": 40, "test_student_stubs_score_zero_and_say_not_implemented": 30,
-    "test_cli_checks_every_path_before_grading": 40,
-    "test_a_case_hint_is_said_only_when_the_case_without_its_cause_passes": 40,
-    "test_released_copy_is_the_student_notebook": 20,
-}
-
-
 def pytest_collection_modifyitems(config, items):
     import torch
 
-    items.sort(key=lambda item: -SLOW_FIRST.get(item.name, SLOW_FIRST.get(item.originalname, 0)))   # stable sort
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU (make test-gpu on a GPU machine)")
