@@ -167,6 +167,11 @@ def compile_check(src, kernels: tuple[str, ...], archs: tuple[str, ...] = ARCHS)
     return summary + partial_warp_masks(src) + narrow_shuffles(src) + int_row_offsets(src)
 
 
+def _blank_comments(src: str) -> str:
+    """src with its C comments blanked out, newlines kept (the notes quote line numbers)."""
+    return re.sub(r"//[^\n]*|/\*.*?\*/", lambda m: re.sub(r"[^\n]", " ", m.group()), src, flags=re.S)
+
+
 _SYNC_MASK = re.compile(r"\b(__\w+_sync)\s*\(\s*(0[xX][0-9a-fA-F]+|\d+)[uUlL]*\s*,")
 _BALLOT_MASK = re.compile(r"\b([A-Za-z_]\w*)\s*=\s*__ballot_sync\s*\(")
 _SYNC_NAMED = re.compile(r"\b(__\w+_sync)\s*\(\s*([A-Za-z_]\w*)\s*,")
@@ -178,7 +183,7 @@ def partial_warp_masks(src: str) -> str:
     undefined behaviour that may still give the right numbers (no sanitizer sees it on an H100). A literal mask is
     counted; a mask computed by __ballot_sync (review 03d F4: `__ballot_sync(~0u, lane < C)` while every lane
     shuffles) is named with a question. '' when none."""
-    code = re.sub(r"//[^\n]*|/\*.*?\*/", lambda m: re.sub(r"[^\n]", " ", m.group()), src, flags=re.S)
+    code = _blank_comments(src)
     notes = []
     for m in _SYNC_MASK.finditer(code):
         mask = int(m.group(2), 0) & 0xFFFFFFFF
@@ -207,7 +212,7 @@ def narrow_shuffles(src: str) -> str:
     """A note (no points) for a shuffle given a literal width below 32 (its fourth argument): it shuffles within
     segments of that many lanes, and an offset of the width or more returns the lane's own value, so that a
     butterfly over the warp adds a lane to itself. '' when none."""
-    code = re.sub(r"//[^\n]*|/\*.*?\*/", lambda m: re.sub(r"[^\n]", " ", m.group()), src, flags=re.S)
+    code = _blank_comments(src)
     notes = []
     for m in _SHUFFLE.finditer(code):
         args = [a.strip() for a in re.sub(r"\([^()]*\)", "()", m.group(2)).split(",")]
@@ -226,7 +231,7 @@ _ROW_TIMES_C = re.compile(r"(\(\s*(?:size_t|long\s+long|int64_t|ptrdiff_t)\s*\)\
 def int_row_offsets(src: str) -> str:
     """A note (no points) for `row * C` without a 64-bit cast: if row is an int, the product wraps past 2**31
     elements (rows far into a large tensor), which only a GPU with 18 GiB free shows. '' when none."""
-    code = re.sub(r"//[^\n]*|/\*.*?\*/", lambda m: re.sub(r"[^\n]", " ", m.group()), src, flags=re.S)
+    code = _blank_comments(src)
     lines = [code.count("\n", 0, m.start()) + 1 for m in _ROW_TIMES_C.finditer(code) if not m.group(1)]
     if not lines:
         return ""
