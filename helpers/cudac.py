@@ -164,7 +164,8 @@ def compile_check(src, kernels: tuple[str, ...], archs: tuple[str, ...] = ARCHS)
     summary = f"compiles for {', '.join(archs)}; exports {names}"
     if STUB_TODO in src:
         summary += f"; it still holds // {STUB_TODO}: write the kernel there (and delete the comment once you have)"
-    return summary + partial_warp_masks(src) + narrow_shuffles(src) + int_row_offsets(src)
+    return (summary + partial_warp_masks(src) + narrow_shuffles(src) + down_shuffles(src)
+            + int_row_offsets(src))
 
 
 def _blank_comments(src: str) -> str:
@@ -223,6 +224,25 @@ def narrow_shuffles(src: str) -> str:
     return ("; note (no points): " + "; ".join(dict.fromkeys(notes)) + " shuffles within segments of fewer than 32 "
             "lanes: an offset of the width or more returns the lane's own value, so a butterfly over the warp merges "
             "a lane with itself. Leave the width out (32, the whole warp)")
+
+
+_DOWN = re.compile(r"\b__shfl_down_sync\s*\(|\.shfl_down\s*\(")
+_BROADCAST = re.compile(r"\b__shfl_sync\s*\(|\.shfl\s*\(")
+
+
+def down_shuffles(src: str) -> str:
+    """A note (no points) for a reduction by shfl_down without a broadcast after it: only lane 0 ends with the
+    warp's total (lane i holds lanes i.. of it), which only running the kernel shows when every lane goes on to
+    use the total, as this lesson's kernels do. '' when there is no shfl_down, or a __shfl_sync/shfl follows."""
+    code = _blank_comments(src)
+    downs = [m.start() for m in _DOWN.finditer(code)]
+    if not downs or any(m.start() > downs[0] for m in _BROADCAST.finditer(code)):
+        return ""
+    lines = ", ".join(map(str, dict.fromkeys(code.count("\n", 0, i) + 1 for i in downs)))
+    return (f"; note (no points): shfl_down on line{'s' * (len(downs) > 1)} {lines} and no broadcast after it: after a "
+            "reduction by shfl_down only lane 0 holds the warp's total (lane i holds lanes i to 31). Where every lane "
+            "uses the total, reduce with __shfl_xor_sync (every lane ends with it) or broadcast lane 0's value with "
+            "__shfl_sync(0xffffffff, v, 0)")
 
 
 _ROW_TIMES_C = re.compile(r"(\(\s*(?:size_t|long\s+long|int64_t|ptrdiff_t)\s*\)\s*)?\b(row\w*)\s*\*\s*(C|N)\b")

@@ -370,3 +370,19 @@ def test_an_int_row_offset_gets_a_note():
     assert note.startswith("; note (no points): row * C on lines 2, 3 without a cast: if row is an int")
     for ex in for_lesson(LESSON):   # the lesson's own kernels cast
         assert int_row_offsets(load(ROOT / "solutions" / f"{LESSON}.ipynb")[0][ex.functions[1]]) == ""
+
+
+def test_a_shfl_down_reduction_without_a_broadcast_gets_a_note():
+    """Review student03: a warp sum by __shfl_down_sync compiles and passes every case a CPU runs, but leaves the
+    total in lane 0 only; the compile case says so where no __shfl_sync broadcast follows, without taking points."""
+    from helpers.cudac import down_shuffles
+    reduce = "for (int o = 16; o > 0; o /= 2)\n    s += __shfl_down_sync(0xffffffff, s, o);\n"
+    note = down_shuffles("int a;\n" + reduce)
+    assert note.startswith("; note (no points): shfl_down on line 3 and no broadcast after it: ")
+    assert "__shfl_sync(0xffffffff, v, 0)" in note
+    assert down_shuffles(reduce + "s = __shfl_sync(0xffffffff, s, 0);\n") == ""          # broadcast: fine
+    assert down_shuffles("s += warp.shfl_down(s, o);\ns = warp.shfl(s, 0);") == ""      # cooperative groups too
+    assert down_shuffles("// s += __shfl_down_sync(0xffffffff, s, o);\n") == ""          # a comment is no code
+    assert down_shuffles("s += warp.shfl_down(s, o);").startswith("; note (no points): shfl_down on line 1 ")
+    for ex in for_lesson(LESSON):   # the lesson's own kernels reduce with shfl_xor
+        assert down_shuffles(load(ROOT / "solutions" / f"{LESSON}.ipynb")[0][ex.functions[1]]) == ""
