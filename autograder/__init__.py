@@ -11,7 +11,7 @@ import inspect
 
 from .registry import get, for_lesson, lessons, EXERCISES  # noqa: F401
 from .runner import grade, format_table, unfinished
-from .harness import run_guarded  # noqa: F401  (visible checks: out-of-bounds stores reported, not crashing)
+from .harness import run_guarded, run_launched  # noqa: F401  (visible checks: out-of-bounds stores reported, not crashing)
 
 
 class CheckResult(float):
@@ -48,4 +48,4 @@ def check(exercise_id: str, ns: dict | None = None) -> CheckResult:
     return CheckResult(result)
 
 
-__all__ = ["check", "run_guarded", "grade", "format_table", "get", "for_lesson", "lessons", "CheckResult"]
+__all__ = ["check", "run_guarded", "run_launched", "grade", "format_table", "get", "for_lesson", "lessons", "CheckResult"]

@@ -141,13 +141,29 @@ def _grade_in_subprocess(path: Path, ex, timeout: float, gpu: bool, cell_timeout
         rest = f"not run: the grading process stopped {where}"
         if timed_out:
             why = "a cell at top level that never ends?" if not done and phase == "loading" else \
-                "an endless loop, or a kernel that never finishes?"
+                "an endless loop, or a kernel that never finishes?" + ("" if gpu else _slow_in_interpreter(path))
             return unfinished(ex, "timeout", f"timed out after {timeout:g} s {where}: {why} (the other exercises were "
                                           "graded)", done, gpu, rest)
         code = proc.returncode
         how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
         return unfinished(ex, "crashed", f"the grading process crashed ({how}) {where}: {_crash_summary(log)} (an "
                                       "out-of-bounds access? the other exercises were graded)", done, gpu, rest)
+
+
+_OWN_COMBINE = re.compile(r"\btl\.(reduce|associative_scan)\s*\(")
+
+
+def _slow_in_interpreter(path: Path) -> str:
+    """A note for a timeout on a CPU: Triton's interpreter runs a tl.reduce or tl.associative_scan with a combine
+    function of one's own in Python, pair by pair, minutes where tl.sum takes seconds (review student05 F2)."""
+    from .notebook import code_cells
+    try:
+        found = any(_OWN_COMBINE.search(src) for _, src, _ in code_cells(path))
+    except ValueError:
+        return ""
+    return (" Or a tl.reduce / tl.associative_scan with a combine function of your own: Triton's CPU interpreter "
+            "runs it in Python, pair by pair, minutes where tl.sum takes seconds. A correct kernel built that way "
+            "is graded on a GPU (or in the notebook, with check(), which has no time limit)") if found else ""
 
 
 def _crash_summary(log: Path) -> str:

@@ -573,23 +573,76 @@ def run_guarded(fn, *args, **kwargs):
     NaN-guarded buffers, and what it allocates with torch.empty surrounded by guard bands. A store past the end
     of an output then lands in the guard band and is reported here, instead of overwriting other memory: Triton's
     CPU interpreter writes wherever an unmasked store points, which can crash the Python process. In the
-    interpreter, a load that reaches the guard band of an argument is reported too. Returns what fn returns;
-    prints what went wrong out of bounds, if anything did.
+    interpreter, a load that reaches the guard band of an argument is reported too. Returns what fn returns.
+
+    Prints a FAILED line for what the hidden cases fail whatever the numbers (review student05 F3): a read or write
+    out of bounds, an input modified in place, math done by PyTorch in the launcher (or a PyTorch norm called), the
+    data taken out of torch. An error fn raises is re-raised after a line with what it most likely means (the hint
+    check() gives for it).
     """
+    return _run_guarded(fn, args, kwargs)[0]
+
+
+def _run_guarded(fn, args, kwargs):
+    """run_guarded's call; returns (what fn returns, the Spy of the call)."""
     guarded = [_guarded_argument(a) for a in args]
     try:
         names = list(inspect.signature(fn).bind_partial(*args).arguments)
     except (TypeError, ValueError):   # no signature, or one that these arguments do not fit: the call says so
         names = []
-    with student_call(forbidden=()) as spy:
-        for i, (a, g) in enumerate(zip(args, guarded)):
+    names = [names[i] if i < len(names) else f"argument {i}" for i in range(len(args))]
+    before = {n: g.clone() for n, g in zip(names, guarded) if isinstance(g, torch.Tensor)}
+    label = getattr(fn, "__name__", "the launcher")
+    with student_call(torch_math=True) as spy:
+        for name, a, g in zip(names, args, guarded):
             if g is not a:
-                spy.watch(names[i] if i < len(names) else f"argument {i}", g)
-        out = fn(*guarded, **kwargs)
-        if torch.cuda.is_available():
-            torch.cuda.synchronize()
+                spy.watch(name, g)
+        try:
+            out = fn(*guarded, **kwargs)
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+        except Exception as e:
+            from .runner import ERROR_HINTS
+            text = f"{type(e).__name__}: {e}"
+            hint = next((h for pattern, h in ERROR_HINTS if pattern in text), None)
+            if hint:
+                print(f"FAILED: {label} raised {text.splitlines()[0][:200]}{hint}")
+            raise
+    said = []
     report = spy.oob_report() or (spy.oob_reads[0] if spy.oob_reads else None)
-    if report:   # the outputs compared after this can still look right: say first that this call is wrong
-        print(f"FAILED: {getattr(fn, '__name__', 'the launcher')} {report} (the values checked below may still look "
-              "right; the hidden cases fail this)")
-    return out
+    if report:
+        said.append(report)
+    changed = [n for n, t in before.items() if not _same(guarded[names.index(n)], t)]
+    if changed:
+        said.append(f"modified its input {', '.join(changed)}: the caller's tensors stay as they were")
+    if spy.forbidden:
+        said.append(f"called {spy.forbidden[0]}: the exercise is to write the kernel (scores zero)")
+    if spy.torch_math:
+        said.append(f"computed with PyTorch outside the kernel (aten {', '.join(dict.fromkeys(spy.torch_math))}): the "
+                    "kernel does the math, the launcher only checks, allocates and launches")
+    if spy.copied_out:
+        said.append(f"took the data out of torch ({spy.copied_out[0]}) to compute on it")
+    for line in said:   # the outputs compared after this can still look right: say first that this call is wrong
+        print(f"FAILED: {label} {line} (the values checked below may still look right; the hidden cases fail this)")
+    return out, spy
+
+
+def run_launched(fn, *args, **kwargs):
+    """run_guarded, that also returns what the call launched: (what fn returns, ["kernel(BLOCK_N=..., ...)", ...]),
+    one entry per launch, with the launch's compile-time integers (its parameters named in capitals, N and M left
+    out): a visible check of a dispatcher shows the kernel and the chunk it chose."""
+    out, spy = _run_guarded(fn, args, kwargs)
+    shown = []
+    for name, launches in spy.args.items():
+        for a in launches:
+            picked = ", ".join(f"{k}={v}" for k, v in a.items() if k.isupper() and k not in ("N", "M")
+                               and not isinstance(v, bool))
+            shown.append(f"{name}({picked})")
+    return out, shown
+
+
+def _same(a, b) -> bool:
+    """Equal in dtype and values, NaN where the other is NaN (a guarded argument's gaps between rows are NaN)."""
+    if not isinstance(a, torch.Tensor) or a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    return bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())

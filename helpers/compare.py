@@ -7,6 +7,7 @@ its index and the tolerance, and a hint when the error has a recognisable patter
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -126,22 +127,28 @@ def compare_outputs(op: str, actual, expected, dtype: torch.dtype, *, names=("y"
     wrong = _wrong_outputs(actual, names)
     if wrong is not None:   # (a CompareResult is falsy when it fails)
         return [wrong]
-    results = []
-    for name, got, ref in zip(names, actual, expected):
+    refs = dict(zip(names, expected))
+    row_len = int(refs["y"].shape[-1]) if "y" in refs and refs["y"].dim() else None   # N, the rows' length
+    results = {}
+    for name, got, ref in zip(names, actual, expected):   # the statistics first: y's hints depend on them
         if name == "y":
-            tol = tolerance_for(op, dtype)
-            if atol is not None:
-                tol = Tolerance(atol=max(tol.atol, atol), rtol=tol.rtol)
-            results.append(compare(got, ref, tol, name=name, dtype=dtype, device=device, x_dtype=dtype, op=op))
-        else:
-            tol = tolerance_for("stat", torch.float32)
-            if stat_rtol is not None:
-                tol = Tolerance(atol=tol.atol, rtol=max(tol.rtol, stat_rtol))
-            # a variance around a wrong mean is wrong too: the mean's message says why, no hint of rstd's own
-            after_bad_mean = name == "rstd" and "mean" in names and not results[names.index("mean")]
-            results.append(compare(got, ref, tol, name=name, dtype=torch.float32, device=device, x_dtype=dtype,
-                                   kernel_hints=not after_bad_mean, op=op))
-    return results
+            continue
+        tol = tolerance_for("stat", torch.float32)
+        if stat_rtol is not None:
+            tol = Tolerance(atol=tol.atol, rtol=max(tol.rtol, stat_rtol))
+        # a variance around a wrong mean is wrong too: the mean's message says why, no hint of rstd's own
+        after_bad_mean = name == "rstd" and "mean" in results and not results["mean"]
+        results[name] = compare(got, ref, tol, name=name, dtype=torch.float32, device=device, x_dtype=dtype,
+                                kernel_hints=not after_bad_mean, op=op, row_len=row_len)
+    if "y" in refs:
+        tol = tolerance_for(op, dtype)
+        if atol is not None:
+            tol = Tolerance(atol=max(tol.atol, atol), rtol=tol.rtol)
+        # a wrong statistic spreads errors of any size over y (weight and bias make them more than a per-row
+        # a * y + c): no guess of 16-bit rounding then, the statistic's own message says why
+        results["y"] = compare(actual[names.index("y")], refs["y"], tol, name="y", dtype=dtype, device=device,
+                               x_dtype=dtype, op=op, row_len=row_len, rounding_hint=all(results.values()))
+    return [results[name] for name in names]
 
 
 def compare_each(actual, expected, tols, names, *, dtype: torch.dtype | None = None) -> list[CompareResult]:
@@ -200,13 +207,16 @@ def _fmt_index(flat_idx: int, shape) -> tuple:
 
 def compare(actual, expected: torch.Tensor, tol: Tolerance, *, name: str = "y",
             dtype: torch.dtype | None = None, device: str | None = None,
-            kernel_hints: bool = True, x_dtype: torch.dtype | None = None, op: str = "") -> CompareResult:
+            kernel_hints: bool = True, x_dtype: torch.dtype | None = None, op: str = "",
+            row_len: int | None = None, rounding_hint: bool = True) -> CompareResult:
     """Check `actual` against the float64 `expected`; `dtype`/`device` are what actual must have.
 
     kernel_hints=False leaves out the hints that speak of row-wise kernels (masks, strides, eps,
     fp32 accumulation), for exercises that are not kernels. x_dtype: the kernel's input dtype, where known (an
     overflow hint is for fp16 input; a per-row statistic is float32 whatever it is). op: the tolerance key of
-    the kernel ("softmax" has no variance and no eps: its hints speak of the running max and sum).
+    the kernel ("softmax" has no variance and no eps: its hints speak of the running max and sum). row_len: N, the
+    length of the rows the statistics are of, where known (a factor sqrt((N-1)/N) in rstd is a variance divided by
+    N - 1). rounding_hint=False: no guess of 16-bit rounding (y, where a statistic is wrong too).
     """
     if not isinstance(tol, Tolerance):
         raise TypeError(f"tol must be a helpers.Tolerance, got {type(tol).__name__}")
@@ -245,8 +255,8 @@ def compare(actual, expected: torch.Tensor, tol: Tolerance, *, name: str = "y",
     if bad_nonfinite.any():
         n = int(bad_nonfinite.sum())
         i = int(bad_nonfinite.flatten().nonzero()[0])
-        hint = (_row_hint(bad_nonfinite) or _zero_row_hint(exp, bad_nonfinite)
-                or _nonfinite_hint(name, act[bad_nonfinite], x_dtype, op) if kernel_hints else "")
+        hint = (_row_hint(bad_nonfinite) or (_zero_row_hint(exp, bad_nonfinite) if row_len != 1 else "")
+                or _nonfinite_hint(name, act[bad_nonfinite], x_dtype, op, row_len) if kernel_hints else "")
         return CompareResult(False, f"{name}: {n} NaN/Inf where the reference is finite (first at "
                                     f"{_fmt_index(i, actual.shape)}: {act.flatten()[i].item()}, expected "
                                     f"{exp.flatten()[i].item():.6g}){hint}")
@@ -264,7 +274,8 @@ def compare(actual, expected: torch.Tensor, tol: Tolerance, *, name: str = "y",
     msg = (f"{name}: {int(bad.sum())} of {actual.numel()} elements off; worst at {idx}: got "
            f"{act.flatten()[i].item():.6g}, expected {exp.flatten()[i].item():.6g} "
            f"(abs err {err.flatten()[i].item():.3g}, {tol})")
-    return CompareResult(False, msg + (_error_hint(act, exp, bad, name, x_dtype, op) if kernel_hints else ""),
+    return CompareResult(False, msg + (_error_hint(act, exp, bad, name, x_dtype, op, row_len, rounding_hint)
+                                       if kernel_hints else ""),
                          max_err)
 
 
@@ -331,11 +342,15 @@ def _counted_times(factors: torch.Tensor) -> str:
     return ""
 
 
-def _nonfinite_hint(name: str, wrong: torch.Tensor, x_dtype: torch.dtype | None, op: str = "") -> str:
+def _nonfinite_hint(name: str, wrong: torch.Tensor, x_dtype: torch.dtype | None, op: str = "",
+                    row_len: int | None = None) -> str:
     """NaN/Inf where the reference is finite: fp16 squares overflow; with wider inputs a NaN is the rsqrt of a
     negative variance (softmax: exp(-inf - (-inf)), or l = 0). Either way an unmasked read of the NaN guard bands
     around the inputs is possible."""
     outside = "; or a read of memory outside the row (masks, strides)?"
+    if row_len == 1 and op in ("layernorm", "rmsnorm") and bool(torch.isnan(wrong).all()):
+        return (". NaN in rows of one element: a sum divided by N - 1, which is 0 there (0/0)? The variance of a "
+                "norm layer is divided by N (the biased one, correction=0)" + outside)
     if op == "softmax":
         return (". NaN from exp(-inf - (-inf)), or 0/0 from a sum l of 0? A lane whose values are all -inf holds "
                 "(m, l) = (-inf, 0), and updates and merges must leave such a state out" + outside)
@@ -364,7 +379,8 @@ def _row_hint(bad: torch.Tensor) -> str:
 
 
 def _error_hint(act: torch.Tensor, exp: torch.Tensor, bad: torch.Tensor, name: str = "y",
-                x_dtype: torch.dtype | None = None, op: str = "") -> str:
+                x_dtype: torch.dtype | None = None, op: str = "", row_len: int | None = None,
+                rounding_hint: bool = True) -> str:
     a, e, b = _rows(act), _rows(exp), _rows(bad)
     n_cols = a.shape[1]
     bad_rows = b.any(dim=1)
@@ -410,6 +426,9 @@ def _error_hint(act: torch.Tensor, exp: torch.Tensor, bad: torch.Tensor, name: s
                 if op == "softmax":
                     return (f"; {where}: l, the sum of exp(x - m), is wrong. Rescale it by exp(m_old - m_new) "
                             "whenever the max grows, in the per-element update and in the merge")
+                if name == "rstd" and row_len and row_len > 1 and abs(f / math.sqrt((row_len - 1) / row_len) - 1) < 1e-5:
+                    return (f"; {where}, which is sqrt((N-1)/N) for N = {row_len}: the sum divided by N - 1 (the "
+                            "unbiased variance, torch.var's default). A norm layer divides by N (correction=0)")
                 counted = _counted_times(ratio.median(dim=1).values)
                 if counted:
                     return f"; {where}: {counted}"
@@ -452,7 +471,7 @@ def _error_hint(act: torch.Tensor, exp: torch.Tensor, bad: torch.Tensor, name: s
                     "this, the sums are done in x's dtype (convert x to float32 right after the load: "
                     "x.to(tl.float32) in Triton, a float in CUDA C, and accumulate in float32), or the statistic is "
                     f"rounded to {dt} before its float32 store (no .to(Y.dtype.element_ty) on {name})")
-    if x_dtype == torch.float32 and name not in PER_ROW and _like_16_bit_rounding(a, e, b):
+    if rounding_hint and x_dtype == torch.float32 and name not in PER_ROW and _like_16_bit_rounding(a, e, b):
         return ("; errors the size of 16-bit rounding (fp16 keeps 11 bits, bf16 8), scattered along the rows, from "
                 "float32 input: is x, a partial sum or y held in a 16-bit type somewhere (a __half or __nv_bfloat16 "
                 "register or shared array in CUDA C, tl.float16/tl.bfloat16 in Triton)? float32 input stays float32 "

@@ -32,7 +32,7 @@ MUTANTS = [
      [("xc = tl.where(mask, x - mean[:, None], 0.0)", "xc = x - mean[:, None]")], "rstd"),
     ("layernorm_fwd", "unbiased variance (N - 1)",
      [("rstd = tl.rsqrt(tl.sum(xc * xc, axis=1) / N + eps)", "rstd = tl.rsqrt(tl.sum(xc * xc, axis=1) / (N - 1) + eps)")],
-     "biased variance"),
+     "the unbiased variance, torch.var's default"),
     ("layernorm_fwd", "one-pass variance E[x^2] - E[x]^2",
      [("rstd = tl.rsqrt(tl.sum(xc * xc, axis=1) / N + eps)",
        "rstd = tl.rsqrt(tl.sum(x * x, axis=1) / N - mean * mean + eps)")], "cancellation"),
@@ -115,7 +115,8 @@ MUTANTS = [
        "        s1 = tl.sum(d, axis=0)\n        mean_c = k + s1 / n_c\n"
        "        m2_c = tl.sum(d * d, axis=0) - s1 * (s1 / n_c)\n")], "far from the rest"),
     ("layernorm_fwd_looped", "unbiased variance (N - 1)",
-     [("rstd = tl.rsqrt(m2 / N + eps)", "rstd = tl.rsqrt(m2 / (N - 1) + eps)")], "biased variance"),
+     [("rstd = tl.rsqrt(m2 / N + eps)", "rstd = tl.rsqrt(m2 / (N - 1) + eps)")],
+     "the unbiased variance, torch.var's default"),
     ("layernorm_fwd_looped", "no mask on the store",
      [(LOOPED_STORE, "tl.store(y_row + cols, y.to(Y.dtype.element_ty))")], "out of bounds"),
     # --- layernorm: the dispatcher

@@ -198,6 +198,46 @@ def test_a_visible_check_sees_loads_out_of_bounds_and_rows_read_n_apart(tmp_path
     assert bool(y.isfinite().all())   # unguarded, the same kernel reads x's own numbers from the wrong places
 
 
+def test_a_visible_check_says_what_the_hidden_cases_fail_whatever_the_numbers(tmp_path, capsys):
+    """Review student05 F3: run_guarded printed nothing for a launcher that modified x or did the math in PyTorch
+    (check() scores such a launcher near zero), and an interpreter error came without check()'s hint."""
+    import torch
+    from autograder import run_guarded, run_launched
+
+    def in_place(x, weight, eps):
+        x.mul_(2)
+        return x.clone(), x[:, 0].clone()
+
+    def torch_math(x, weight, eps):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps), None
+
+    def raises(x, weight, eps):
+        raise TypeError("'float' object cannot be interpreted as an integer")
+
+    x = torch.randn(3, 40)
+    before = x.clone()
+    run_guarded(in_place, x, None, 1e-6)
+    out = capsys.readouterr().out
+    assert out.startswith("FAILED: in_place modified its input x: ") and torch.equal(x, before)   # on a copy
+    run_guarded(torch_math, x, None, 1e-6)
+    assert capsys.readouterr().out.startswith("FAILED: torch_math computed with PyTorch outside the kernel (aten ")
+    with pytest.raises(TypeError):
+        run_guarded(raises, x, None, 1e-6)
+    assert "pass N=N by name" in capsys.readouterr().out
+    ns, _ = load(SOLUTION_04)
+    y, launched = run_launched(ns["rmsnorm_fwd"], x, None, 1e-6)     # the solution: nothing said, one launch
+    assert capsys.readouterr().out == "" and launched == ["_rmsnorm_fwd_kernel(BLOCK_N=64)"], launched
+
+
+def test_a_timeout_on_a_cpu_names_a_combine_function_of_ones_own(tmp_path):
+    """Review student05 F2: a per-lane Welford kernel merged by tl.reduce with its own combine function is right,
+    and takes minutes in the interpreter: the CLI's timeout message says so, next to "an endless loop?"."""
+    from autograder.cli import _slow_in_interpreter
+    assert _slow_in_interpreter(SOLUTION_04) == ""
+    path = write_variant(tmp_path, [(LAUNCH, "    m = tl.reduce(x, 0, combine)   # (never run)\n" + LAUNCH)])
+    assert "a tl.reduce / tl.associative_scan with a combine function of your own" in _slow_in_interpreter(path)
+
+
 def test_cli_checks_every_path_before_grading(tmp_path):
     import subprocess, sys
     good = tmp_path / "01_pytorch_norms.ipynb"

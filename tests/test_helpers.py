@@ -396,6 +396,37 @@ def test_compare_without_kernel_hints_keeps_the_verdict_drops_the_kernel_advice(
     assert plain.message in with_hints.message
 
 
+def test_compare_outputs_names_an_unbiased_variance_and_blames_no_16_bit_rounding_on_a_wrong_statistic():
+    """Review student05 F1/F6: a mean over the padded block, with weight and bias, left y errors that looked like
+    16-bit rounding from float32 input, and that guess led the message; an unbiased variance was not named."""
+    from helpers.compare import compare_outputs
+    from helpers.reference import layernorm_ref
+    g = torch.Generator().manual_seed(0)
+    x, w, b, eps = torch.randn(30, 1000, generator=g), torch.randn(1000, generator=g), \
+        torch.randn(1000, generator=g), 1e-5
+    refs = layernorm_ref(x, w, b, eps)
+
+    def run(mean, var):
+        rstd = torch.rsqrt(var + eps)
+        return compare_outputs("layernorm", ((x - mean[:, None]) * rstd[:, None] * w + b, mean, rstd), refs,
+                               torch.float32)
+    y, mean, rstd = run(x.sum(-1) / 1024, x.var(-1, correction=0))             # the mean over a block of 1024
+    assert not y and not mean and "16-bit" not in y.message and "divide the sum by N" in mean.message
+    y, mean, rstd = run(x.mean(-1), x.var(-1, correction=1))                   # divided by N - 1
+    assert mean and "which is sqrt((N-1)/N) for N = 1000: the sum divided by N - 1" in rstd.message
+    assert "16-bit" not in y.message
+    x1 = torch.randn(5, 1, generator=g)
+    mean, rstd = x1.mean(-1), torch.full((5,), float("nan"))                   # N = 1: 0/0 from N - 1
+    y, _, rstd = compare_outputs("layernorm", (torch.full_like(x1, float("nan")), mean, rstd),
+                                 layernorm_ref(x1, None, None, eps), torch.float32)
+    for r in (y, rstd):
+        assert "NaN in rows of one element: a sum divided by N - 1" in r.message and "0 * 1/sqrt(0)" not in r.message
+    # float32 rounding to 16 bits in y with right statistics is still named
+    y16 = refs[0].float().to(torch.bfloat16).float()
+    r = compare_outputs("layernorm", (y16, refs[1].float(), refs[2].float()), refs, torch.float32)
+    assert not r[0] and "16-bit rounding" in r[0].message and r[1] and r[2]
+
+
 def test_compare_outputs_uses_the_hidden_cases_tolerances():
     from helpers.compare import compare_outputs
     g = torch.Generator().manual_seed(0)

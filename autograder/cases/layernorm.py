@@ -178,9 +178,10 @@ exercise(LESSON, LAYERNORM, "layernorm", "LayerNorm forward: a dispatcher for ev
                   launch_why=ONE_CHUNK + DISPATCHED, seed=62),
              Spec("N=32769 fp32 (just over 128 KB rows) goes to the split kernel", (2, 32769), eps=1e-5,
                   launches=SPLIT, launch_args={"CHUNK": 8192}, launch_why=SPLIT_DEFAULT, seed=58),
-             Spec("N=70000 fp32 goes to the split kernel", (2, 70000), eps=1e-5, launches=SPLIT, seed=53),
+             Spec("N=70000 fp32 goes to the split kernel", (2, 70000), eps=1e-5, launches=SPLIT,
+                  launch_args={"CHUNK": 8192}, launch_why=SPLIT_DEFAULT, seed=53),
              Spec("eps=1e-2 reaches the split kernel (N=32769 fp32, |x|~0.1)", (2, 32769), eps=1e-2, scale=0.1,
-                  launches=SPLIT, seed=66),
+                  launches=SPLIT, launch_args={"CHUNK": 8192}, launch_why=SPLIT_DEFAULT, seed=66),
              # bf16 holds 8 bits: around 1e4 its spacing is 64, and 1e4 + randn would be one value everywhere
              Spec("N=131072 bf16, mean 100 (std 1), goes to the split kernel", (2, 131072), BF16, offset=100.0,
                   eps=1e-5,
