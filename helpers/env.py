@@ -55,6 +55,8 @@ def setup(quiet: bool = False) -> dict:
         interpreter_reduces_bf16_as_numbers()
         interpreter_takes_bool_arguments()
         interpreter_autotunes_without_timing()
+        interpreter_patches_the_language_once_per_launch()
+        interpreter_skips_unasserted_overflow_checks()
     if interpret and not quiet:
         reason = "TRITON_INTERPRET=1 is set" if forced else "no CUDA GPU found"
         print(f"[helpers] {reason}: Triton kernels run in Triton's CPU interpreter "
@@ -275,20 +277,93 @@ def interpreter_autotunes_without_timing() -> bool:
                               owner="Autotuner", module="autotuner")
 
 
+def interpreter_patches_the_language_once_per_launch() -> bool:
+    """Skip the interpreter's second patching of triton.language inside a launch. Triton 3.6's interpreter patches
+    `tl`, `tl.tensor` and `tl.math` (inspect.getmembers over each) when a launch starts, and again at every call
+    of a @triton.jit helper from the kernel, although the launch's patch is still in place then: a helper called
+    once per row (lesson 04's persistent kernel; tl.sum and tl.zeros are such helpers) spent a quarter of the
+    interpreter's time there. A helper whose language modules were patched since the running launch started (by
+    the launch, or by an earlier helper: Triton never undoes a helper's patch) now runs without that step; nothing
+    else changes (patching again left every builtin as it found it: already wrapped). Only where `_patch_lang` returns a scope that the
+    launch restores (Triton 3.6 on); older Tritons are left alone. Returns whether the patch is in place."""
+    try:
+        import triton.language as tl
+        from triton.runtime import interpreter
+    except Exception:
+        return False
+    if not hasattr(interpreter, "_LangPatchScope"):
+        return False
+    launches = []   # per running launch: the language modules patched since it started (None: none yet)
+
+    class Patched:   # what a skipped patch returns: nothing to restore
+        def restore(self):
+            pass
+
+    def modules(fn) -> frozenset:
+        return frozenset(id(v) for v in getattr(fn, "__globals__", {}).values() if v is tl or v is tl.core)
+
+    def wrap_launch(original):
+        def launch(self, *args, **kwargs):
+            launches.append(None)
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                launches.pop()
+        return launch
+
+    def wrap_patch_lang(original):
+        def patch_lang(fn):
+            mine = modules(fn)
+            if launches and launches[-1] is not None and mine and mine <= launches[-1]:
+                return Patched()
+            scope = original(fn)
+            if launches:   # patched now, until the launch ends (a helper's patch is never undone before that)
+                launches[-1] = (launches[-1] or frozenset()) | mine
+            return scope
+        return patch_lang
+
+    return (_patch_interpreter("__call__", "one_patch_per_launch", wrap_launch, owner="GridExecutor")
+            & _patch_interpreter("_patch_lang", "one_patch_per_launch", wrap_patch_lang))
+
+
+def interpreter_skips_unasserted_overflow_checks() -> bool:
+    """Skip the integer overflow check that Triton 3.6's interpreter computes for every int32 add, sub and mul
+    (both sides cast to int64, the operation again, two comparisons) and then drops: the interpreter's options have
+    debug=False, and device_assert returns without looking at the result. It was a third of the time of a kernel
+    that computes its offsets per row. Where debug is on, or outside the interpreter (the GPU compiler), the check
+    runs as before. Returns whether the patch is in place."""
+    try:
+        from triton.runtime.interpreter import InterpreterBuilder
+    except Exception:
+        return False
+
+    def wrap(original):
+        def binary_op_sanitize_overflow_impl(self, *args, **kwargs):
+            builder = getattr(self, "builder", None)
+            if isinstance(builder, InterpreterBuilder) and not getattr(builder.options, "debug", True):
+                return None
+            return original(self, *args, **kwargs)
+        return binary_op_sanitize_overflow_impl
+
+    return _patch_interpreter("binary_op_sanitize_overflow_impl", "unasserted_overflow_checks", wrap,
+                              owner="TritonSemantic", module="semantic", package="triton.language")
+
+
 def untimed_autotune_bench(self, *args, config, **meta):
     """Autotuner._bench without timing: every config ties (the autotuner keeps the first), nothing runs. Where
     nothing can be timed: the interpreter, and the grader's recording of launches (autograder/gpu_compile.py)."""
     return [0.0, 0.0, 0.0]
 
 
-def _patch_interpreter(name: str, tag: str, wrap, owner: str | None = None, module: str = "interpreter") -> bool:
-    """Replace `triton.runtime.<module>.<name>` (or `<owner>.<name>`, a method of that module's class `owner`) with
+def _patch_interpreter(name: str, tag: str, wrap, owner: str | None = None, module: str = "interpreter",
+                       package: str = "triton.runtime") -> bool:
+    """Replace `<package>.<module>.<name>` (or `<owner>.<name>`, a method of that module's class `owner`) with
     `wrap(original)`, once (the replacement carries `tag` and `.original`). False where Triton or that function is
     missing: such a Triton is left alone."""
     import importlib
 
     try:
-        mod = importlib.import_module(f"triton.runtime.{module}")
+        mod = importlib.import_module(f"{package}.{module}")
     except Exception:
         return False
     where = mod if owner is None else getattr(mod, owner, None)

@@ -116,6 +116,8 @@ def test_offline_compiles_match_what_the_jit_builds_on_this_gpu(tmp_path):
     for lesson in compile_targets.LESSONS:
         ns, errors = load(ROOT / "solutions" / f"{lesson}.ipynb")
         assert not errors, errors
+        if "measured" in ns:   # lesson 05: the offline launches are recorded in the interpreter, with the H100's
+            ns["measured"] = lambda table: {}   # rules; a GPU with entries of its own (an H200) launches others
         compile_targets.run_sweep(ns, lesson, device="cuda")
         torch.cuda.synchronize()
         for fn in [v for v in ns.values() if type(v).__name__ == "JITFunction"]:

@@ -135,3 +135,10 @@ def test_time_ms_does_not_count_the_hosts_launch_time():
     fast = bench.time_ms(lambda: y.copy_(x))
     slow = bench.time_ms(slow_host)
     assert slow < fast + 0.02, (fast, slow)     # a 4 MB copy: a few us; the host's 200 us are not in it
+
+
+@pytest.mark.parametrize("lesson", ["04_triton_rmsnorm", "05_triton_layernorm"])
+def test_triton_visible_checks_run_on_gpu(lesson, capsys):
+    """The visible checks of the Triton lessons on a GPU: the solution's all "ok", the student copy's no crash."""
+    from test_notebooks import assert_triton_visible_checks
+    assert_triton_visible_checks(lesson, capsys)

@@ -737,17 +737,28 @@ def test_ctrl_c_stops_the_cli_at_once(tmp_path):
     the queue dropped."""
     import signal, subprocess, sys, time
     nb = json.loads((ROOT / "solutions" / "02_stable_reductions.ipynb").read_text())
+    sleeping = tmp_path / "sleeping"
     nb["cells"].append({"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
-                        "source": "import time\ntime.sleep(40)\n"})
+                        "source": f"import time\nopen({str(sleeping)!r}, 'w').close()\ntime.sleep(40)\n"})
     path = tmp_path / "02_stable_reductions.ipynb"
     path.write_text(json.dumps(nb))
     proc = subprocess.Popen([sys.executable, "-m", "autograder", "grade", str(path), "--cell-timeout", "45",
                              "--timeout", "100"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(8)                    # the first exercise's worker sleeps in its cell; four more are queued
+    # Ctrl-C once the first exercise's worker sleeps in its cell (four more are queued); a fixed wait sent it, on a
+    # loaded machine, while the CLI was still starting
+    deadline = time.monotonic() + 60
+    while not sleeping.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert sleeping.exists(), f"the worker never reached the sleeping cell: {proc.poll()}"
     start = time.monotonic()
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130 and "interrupted" in err
+    try:
+        out, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        raise AssertionError(f"still running 60 s after Ctrl-C: {out[-1500:]} {err[-1500:]}")
+    assert proc.returncode == 130 and "interrupted" in err, (proc.returncode, err[-2000:])
     assert time.monotonic() - start < 15
 
 

@@ -571,6 +571,59 @@ def test_interpreter_loops_over_a_scalar_bound_with_any_numpy():
         interpreter._patch_lang_tensor = patched
 
 
+@pytest.mark.skipif(helpers.on_gpu(), reason="checks the CPU interpreter's speed patches")
+def test_interpreter_skips_only_work_whose_result_nobody_sees(monkeypatch):
+    """Two patches for speed (CI's CPU time): triton.language is patched once per launch, not again at every call
+    of a @triton.jit helper (tl.sum, tl.zeros) inside it; the int32 overflow check is skipped where the interpreter
+    would drop its result (debug off). Same numbers, same language after the launch, and the check still raises
+    with debug on."""
+    import dataclasses
+
+    import triton
+    import triton.language as tl
+    from helpers.env import interpreter_patches_the_language_once_per_launch, interpreter_skips_unasserted_overflow_checks
+    from triton.runtime import interpreter
+
+    @triton.jit
+    def _row_sums(X, Y, M, N, BLOCK: tl.constexpr):
+        for row in range(0, M):
+            acc = tl.zeros([BLOCK], dtype=tl.float32)
+            for off in range(0, N, BLOCK):
+                cols = off + tl.arange(0, BLOCK)
+                acc += tl.load(X + row * N + cols, mask=cols < N, other=0.0)
+            tl.store(Y + row, tl.sum(acc, axis=0))
+
+    @triton.jit
+    def _add_int32(X, Y, K):
+        tl.store(Y, tl.load(X) + K)
+
+    assert interpreter_patches_the_language_once_per_launch() and interpreter_skips_unasserted_overflow_checks()
+    patches = []
+    real = interpreter._patch_builtin
+    monkeypatch.setattr(interpreter, "_patch_builtin", lambda *a: (patches.append(a[0]), real(*a))[1])
+    x, y = torch.randn(40, 33), torch.empty(40)
+    sum_before = tl.sum
+    _row_sums[(1,)](x, y, 40, 33, BLOCK=16)
+    assert torch.allclose(y, x.sum(-1), atol=1e-5)
+    # the launch's own patch and the first helper's (tl.core): a few modules each. Without the patch, 4 or more at
+    # each of the 80 calls of tl.zeros and tl.sum (320 and more)
+    assert 1 <= len(patches) <= 20, len(patches)
+    assert tl.sum is sum_before and not hasattr(tl.tensor, "__index__")   # the launch's patch undone after it
+    monkeypatch.undo()
+
+    xi, yi = torch.tensor([2 ** 31 - 2], dtype=torch.int32), torch.empty(1, dtype=torch.int32)
+    _add_int32[(1,)](xi, yi, 5)              # wraps, as on a GPU: the check's result was dropped anyway
+    assert yi.item() == -(2 ** 31) + 3
+    builder = interpreter.interpreter_builder
+    options = builder.options
+    builder.options = dataclasses.replace(options, debug=True)
+    try:
+        with pytest.raises(Exception, match="int32 overflow detected"):
+            _add_int32[(1,)](xi, yi, 5)
+    finally:
+        builder.options = options
+
+
 def test_fp32_to_bf16_bits_round_to_nearest_even_like_torch():
     import numpy as np
     from helpers.env import fp32_to_bf16_bits

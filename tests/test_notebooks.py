@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, repair_exercises
 
 
 def test_student_notebooks_are_fresh():
@@ -103,3 +103,29 @@ def test_find_the_bugs_cells_start_from_the_given_buggy_code():
     with pytest.raises(ValueError, match="no stub"):
         given_stub("def f(x):\n    return x\n", "return 1")
     assert function_body("def f(:\n", "f") is None and function_body("def g():\n    pass\n", "f") is None
+
+
+TRITON_LESSONS = ["04_triton_rmsnorm", "05_triton_layernorm"]
+
+
+def assert_triton_visible_checks(lesson, capsys):
+    """Lessons 04-05: the solution's visible checks run without a crash and print only "ok" verdicts (lesson 05's
+    dispatcher check: one launch per rule, each "ok"); in the student copy nothing crashes but the find-the-bugs
+    cell, which is handed out holding the seed's errors, and no check says "ok" for an exercise left as the stub."""
+    sol, crashed = _visible_check_output(ROOT / "solutions" / f"{lesson}.ipynb", capsys)
+    assert not crashed, crashed
+    verdicts = [line for line in sol if ": ok (" in line or "FAILED" in line or "expected one launch" in line]
+    assert len(verdicts) >= 8 and all(": ok (" in line for line in verdicts), sol
+    assert not any("FAILED" in line or "got None" in line for line in sol), sol
+    if lesson == "05_triton_layernorm":
+        launched = [line for line in sol if "launched" in line]
+        assert len(launched) == 4 and all(line.endswith(": ok") for line in launched), launched
+    stub, crashed = _visible_check_output(ROOT / "notebooks" / f"{lesson}.ipynb", capsys)
+    assert len(crashed) == len(repair_exercises(lesson)), crashed
+    assert sum("got None" in line for line in stub) >= 2, stub
+    assert not any(line.startswith("N=") and line.endswith(": ok") for line in stub), stub
+
+
+@pytest.mark.parametrize("lesson", TRITON_LESSONS)
+def test_triton_visible_checks_run(lesson, capsys):
+    assert_triton_visible_checks(lesson, capsys)
