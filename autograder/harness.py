@@ -602,11 +602,10 @@ def _run_guarded(fn, args, kwargs):
             if torch.cuda.is_available():
                 torch.cuda.synchronize()
         except Exception as e:
-            from .runner import ERROR_HINTS
-            text = f"{type(e).__name__}: {e}"
-            hint = next((h for pattern, h in ERROR_HINTS if pattern in text), None)
-            if hint:
-                print(f"FAILED: {label} raised {text.splitlines()[0][:200]}{hint}")
+            from .runner import _short_error, error_hint
+            hint = error_hint(e)
+            if hint:   # check()'s own message for it
+                print(f"FAILED: {label} raised {_short_error(e)}{hint}")
             raise
     said = []
     report = spy.oob_report() or (spy.oob_reads[0] if spy.oob_reads else None)

@@ -177,6 +177,11 @@ def _not_defined(names) -> str:
     return f"not defined: {', '.join(names)} (run the cell that defines it)"
 
 
+def error_hint(error: BaseException, hints=ERROR_HINTS) -> str:
+    """The first of `hints`, (text in the error, hint), whose text is in the error's message; "" if none is."""
+    return next((h for pattern, h in hints if pattern in str(error)), "")
+
+
 def run_case(case, ns: dict, hints=ERROR_HINTS) -> tuple[bool, str]:
     """One case, never raising: an exception in student code is a failed case with its message (and the first of
     `hints`, (text in the error, hint), that matches it)."""
@@ -197,8 +202,7 @@ def run_case(case, ns: dict, hints=ERROR_HINTS) -> tuple[bool, str]:
             return False, _not_defined([e.name])   # a student function called the missing one (by its globals)
         where = next((f" (in {fr.name}, line {fr.lineno})" for fr in reversed(_frames(e))
                       if not fr.filename.endswith(".py") or "<" in fr.filename), "")
-        hint = next((h for pattern, h in hints if pattern in str(e)), "")
-        return False, f"raised {_short_error(e)}{where}{hint}"
+        return False, f"raised {_short_error(e)}{where}{error_hint(e, hints)}"
 
 
 def grade(ex: Exercise | str, ns: dict, *, gpu: bool | None = None, on_case=None, cases=None, until=None) -> dict:

@@ -284,8 +284,9 @@ def interpreter_patches_the_language_once_per_launch() -> bool:
     once per row (lesson 04's persistent kernel; tl.sum and tl.zeros are such helpers) spent a quarter of the
     interpreter's time there. A helper whose language modules were patched since the running launch started (by
     the launch, or by an earlier helper: Triton never undoes a helper's patch) now runs without that step; nothing
-    else changes (patching again left every builtin as it found it: already wrapped). Only where `_patch_lang` returns a scope that the
-    launch restores (Triton 3.6 on); older Tritons are left alone. Returns whether the patch is in place."""
+    else changes (patching again left every builtin as it found it: already wrapped). Only where `_patch_lang`
+    returns a scope that the launch restores (Triton 3.6 on); older Tritons are left alone. Returns whether the
+    patch is in place."""
     try:
         import triton.language as tl
         from triton.runtime import interpreter
@@ -293,18 +294,14 @@ def interpreter_patches_the_language_once_per_launch() -> bool:
         return False
     if not hasattr(interpreter, "_LangPatchScope"):
         return False
-    launches = []   # per running launch: the language modules patched since it started (None: none yet)
-
-    class Patched:   # what a skipped patch returns: nothing to restore
-        def restore(self):
-            pass
+    launches = []   # per running launch: the language modules patched since it started
 
     def modules(fn) -> frozenset:
         return frozenset(id(v) for v in getattr(fn, "__globals__", {}).values() if v is tl or v is tl.core)
 
     def wrap_launch(original):
         def launch(self, *args, **kwargs):
-            launches.append(None)
+            launches.append(frozenset())
             try:
                 return original(self, *args, **kwargs)
             finally:
@@ -314,11 +311,11 @@ def interpreter_patches_the_language_once_per_launch() -> bool:
     def wrap_patch_lang(original):
         def patch_lang(fn):
             mine = modules(fn)
-            if launches and launches[-1] is not None and mine and mine <= launches[-1]:
-                return Patched()
+            if launches and mine and mine <= launches[-1]:
+                return interpreter._LangPatchScope()   # an empty scope: nothing to restore
             scope = original(fn)
             if launches:   # patched now, until the launch ends (a helper's patch is never undone before that)
-                launches[-1] = (launches[-1] or frozenset()) | mine
+                launches[-1] |= mine
             return scope
         return patch_lang
 
